@@ -1,0 +1,3 @@
+//! The SQL front end: text → [`ast::Query`].
+
+pub mod ast;
