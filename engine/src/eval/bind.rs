@@ -1,0 +1,622 @@
+//! The binder: resolves a parsed query against the input's columns and compiles it into a
+//! [`Plan`].
+//!
+//! Binding happens once the header line (if any) is known, because `s.name` means a
+//! position only then. It is also where the dialect's name rules apply: unquoted names match
+//! the header case-insensitively and quoted ones exactly (several matches are
+//! `AmbiguousFieldName`), and the Ceph dialect lets WHERE use the SELECT list's aliases.
+
+use crate::err;
+use crate::error::Result;
+use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec};
+use crate::eval::func::Func;
+use crate::sql::ast::{
+    self, AggFunc, BinaryOp, ColumnRef, ColumnTarget, Expr, Ident, Literal, Projection, Query,
+    Source, UnaryOp,
+};
+use crate::sql::Dialect;
+use crate::value::like::LikePattern;
+use crate::value::{Decimal, Timestamp, Value};
+
+/// One aggregate of the SELECT list.
+#[derive(Debug, Clone)]
+pub struct AggSpec {
+    pub func: AggFunc,
+    /// `None` for COUNT(*).
+    pub arg: Option<CExpr>,
+}
+
+/// What to output for each row.
+#[derive(Debug, Clone)]
+pub enum Output {
+    /// `SELECT *`: every field of the record.
+    Star,
+    Exprs(Vec<CExpr>),
+}
+
+/// A query ready to run over records.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub filter: Option<CExpr>,
+    /// How many leading fields the filter reads (fields are split lazily up to this).
+    pub filter_width: usize,
+    pub output: Output,
+    /// How many leading fields the projection (or the aggregates' arguments) read.
+    pub output_width: usize,
+    /// Non-empty for an aggregate query; then `output` reads `CExpr::AggResult`s.
+    pub aggs: Vec<AggSpec>,
+    /// Output column names (JSON keys) for `Output::Exprs`.
+    pub names: Vec<String>,
+    pub limit: Option<u64>,
+}
+
+impl Plan {
+    pub fn is_aggregate(&self) -> bool {
+        !self.aggs.is_empty()
+    }
+}
+
+struct Binder<'q> {
+    dialect: Dialect,
+    header: Option<&'q [String]>,
+    alias: Option<&'q Ident>,
+    items: &'q [ast::SelectItem],
+    /// Aliases being expanded (Ceph dialect), to refuse cycles.
+    expanding: Vec<String>,
+    aggs: Vec<AggSpec>,
+    in_aggregate: bool,
+}
+
+/// Binds `query` to an input whose header is `header` (with FileHeaderInfo=USE).
+pub fn bind(query: &Query, dialect: Dialect, header: Option<&[String]>) -> Result<Plan> {
+    if query.from.source == Source::Stdin && dialect != Dialect::Ceph {
+        return Err(err!(
+            InvalidDataSource,
+            "FROM stdin is Ceph's dialect; use FROM S3Object, or the Ceph dialect"
+        ));
+    }
+    let empty: &[ast::SelectItem] = &[];
+    let items = match &query.projection {
+        Projection::Items(items) => items.as_slice(),
+        Projection::Star => empty,
+    };
+    let mut b = Binder {
+        dialect,
+        header,
+        alias: query.from.alias.as_ref(),
+        items,
+        expanding: Vec::new(),
+        aggs: Vec::new(),
+        in_aggregate: false,
+    };
+    let filter = match &query.where_clause {
+        Some(w) => {
+            let e = b.expr(w)?;
+            if !b.aggs.is_empty() {
+                return Err(err!(
+                    UnsupportedSqlOperation,
+                    "aggregate functions are not allowed in WHERE"
+                ));
+            }
+            Some(e)
+        }
+        None => None,
+    };
+    let (output, names) = match &query.projection {
+        Projection::Star => (Output::Star, Vec::new()),
+        Projection::Items(items) => {
+            let mut exprs = Vec::with_capacity(items.len());
+            let mut names = Vec::with_capacity(items.len());
+            let mut plain_columns = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let before = b.aggs.len();
+                let e = b.expr(&item.expr)?;
+                if b.aggs.len() == before && references_fields(&e) {
+                    plain_columns.push(i);
+                }
+                exprs.push(e);
+                names.push(output_name(item, i));
+            }
+            if !b.aggs.is_empty() {
+                if let Some(&i) = plain_columns.first() {
+                    return Err(err!(
+                        UnsupportedSqlStructure,
+                        "SELECT item {} reads a column outside an aggregate function; an \
+                         aggregate query may only return aggregates and constants",
+                        i + 1
+                    ));
+                }
+            }
+            (Output::Exprs(exprs), names)
+        }
+    };
+    let filter_width = filter.as_ref().map_or(0, width);
+    let output_width = match &output {
+        Output::Star => usize::MAX,
+        Output::Exprs(exprs) => {
+            let mut w = exprs.iter().map(width).max().unwrap_or(0);
+            for a in &b.aggs {
+                w = w.max(a.arg.as_ref().map_or(0, width));
+            }
+            w
+        }
+    };
+    Ok(Plan {
+        filter,
+        filter_width,
+        output,
+        output_width,
+        aggs: b.aggs,
+        names,
+        limit: query.limit,
+    })
+}
+
+/// A SELECT item's output name: its alias, the column it names, or `_N` by position.
+fn output_name(item: &ast::SelectItem, index: usize) -> String {
+    if let Some(a) = &item.alias {
+        return a.name.clone();
+    }
+    match &item.expr {
+        Expr::Column(ColumnRef {
+            target: ColumnTarget::Position(n),
+            ..
+        }) => format!("_{n}"),
+        Expr::Column(ColumnRef {
+            target: ColumnTarget::Name(id),
+            ..
+        }) => id.name.clone(),
+        _ => format!("_{}", index + 1),
+    }
+}
+
+/// The number of leading fields an expression reads (highest field index + 1).
+pub fn width(e: &CExpr) -> usize {
+    let mut w = 0;
+    visit(e, &mut |x| {
+        if let CExpr::Field { index } | CExpr::EmptyAsNullCast { index, .. } = x {
+            w = w.max(index + 1);
+        }
+    });
+    w
+}
+
+fn references_fields(e: &CExpr) -> bool {
+    width(e) > 0
+}
+
+fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
+    f(e);
+    let mut go = |c: &CExpr| visit(c, f);
+    match e {
+        CExpr::Const(_) | CExpr::Field { .. } | CExpr::EmptyAsNullCast { .. } | CExpr::AggResult(_) => {}
+        CExpr::Not(a) | CExpr::Neg(a) => go(a),
+        CExpr::And(a, b)
+        | CExpr::Or(a, b)
+        | CExpr::Cmp(_, a, b)
+        | CExpr::Arith(_, a, b)
+        | CExpr::Concat(a, b) => {
+            go(a);
+            go(b);
+        }
+        CExpr::Like { expr, pattern, .. } => {
+            go(expr);
+            if let LikeSpec::Dynamic { pattern, escape } = pattern {
+                go(pattern);
+                if let Some(e) = escape {
+                    go(e);
+                }
+            }
+        }
+        CExpr::Between { expr, low, high, .. } => {
+            go(expr);
+            go(low);
+            go(high);
+        }
+        CExpr::InList { expr, list, .. } => {
+            go(expr);
+            list.iter().for_each(&mut go);
+        }
+        CExpr::IsNull { expr, .. } | CExpr::IsMissing { expr, .. } => go(expr),
+        CExpr::Case {
+            operand,
+            whens,
+            else_expr,
+        } => {
+            if let Some(o) = operand {
+                go(o);
+            }
+            for (w, t) in whens {
+                go(w);
+                go(t);
+            }
+            if let Some(e) = else_expr {
+                go(e);
+            }
+        }
+        CExpr::Cast { expr, .. } | CExpr::Extract { expr, .. } => go(expr),
+        CExpr::DateAdd {
+            quantity,
+            timestamp,
+            ..
+        } => {
+            go(quantity);
+            go(timestamp);
+        }
+        CExpr::DateDiff { from, to, .. } => {
+            go(from);
+            go(to);
+        }
+        CExpr::Trim { chars, expr, .. } => {
+            if let Some(c) = chars {
+                go(c);
+            }
+            go(expr);
+        }
+        CExpr::Func { args, .. } => args.iter().for_each(&mut go),
+    }
+}
+
+fn literal(l: &Literal, pos: ast::Pos) -> Result<Value<'static>> {
+    Ok(match l {
+        Literal::Null => Value::Null,
+        Literal::Missing => Value::Missing,
+        Literal::Bool(b) => Value::Bool(*b),
+        Literal::Int(i) => Value::Int(*i),
+        Literal::Decimal(s) => Value::Decimal(Decimal::parse(s).ok_or_else(|| {
+            err!(
+                LexerInvalidLiteral,
+                "the number {s} has more than 38 digits (at {pos})"
+            )
+        })?),
+        Literal::Float(s) => {
+            Value::Float(crate::value::numeric::parse_f64(s).ok_or_else(|| {
+                err!(LexerInvalidLiteral, "invalid number {s} (at {pos})")
+            })?)
+        }
+        Literal::String(s) => Value::Str(s.clone().into()),
+        Literal::Timestamp(s) => Value::Timestamp(Timestamp::parse_ion(s).ok_or_else(|| {
+            err!(
+                LexerInvalidLiteral,
+                "`{s}` is not an Ion timestamp (at {pos})"
+            )
+        })?),
+    })
+}
+
+impl Binder<'_> {
+    fn column(&mut self, c: &ColumnRef) -> Result<CExpr> {
+        if let Some(q) = &c.qualifier {
+            let ok = match self.alias {
+                Some(a) => names_match(a, &q.name, q.quoted) || q.name.eq_ignore_ascii_case("s3object"),
+                None => q.name.eq_ignore_ascii_case("s3object"),
+            };
+            if !ok {
+                return Err(err!(
+                    InvalidTableAlias,
+                    "'{}' at {} is not the table alias of the FROM clause",
+                    q.name,
+                    q.pos
+                ));
+            }
+        }
+        match &c.target {
+            ColumnTarget::Position(0) => Err(err!(
+                InvalidColumnIndex,
+                "column _0 at {} does not exist: positions start at _1",
+                c.pos
+            )),
+            ColumnTarget::Position(n) => {
+                let index = usize::try_from(*n - 1).unwrap_or(usize::MAX);
+                Ok(CExpr::Field { index })
+            }
+            ColumnTarget::Name(id) => self.named_column(id),
+        }
+    }
+
+    fn named_column(&mut self, id: &Ident) -> Result<CExpr> {
+        if let Some(header) = self.header {
+            let hits: Vec<usize> = header
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| {
+                    if id.quoted {
+                        **h == id.name
+                    } else {
+                        h.eq_ignore_ascii_case(&id.name)
+                    }
+                })
+                .map(|(i, _)| i)
+                .collect();
+            match hits.as_slice() {
+                [i] => return Ok(CExpr::Field { index: *i }),
+                [] => {}
+                _ => {
+                    return Err(err!(
+                        AmbiguousFieldName,
+                        "the header has {} columns named '{}' (at {})",
+                        hits.len(),
+                        id.name,
+                        id.pos
+                    ))
+                }
+            }
+        }
+        if self.dialect == Dialect::Ceph {
+            let items = self.items;
+            if let Some(item) = items
+                .iter()
+                .find(|it| it.alias.as_ref().is_some_and(|a| names_match(a, &id.name, id.quoted)))
+            {
+                if self.expanding.iter().any(|n| n.eq_ignore_ascii_case(&id.name)) {
+                    return Err(err!(
+                        EvaluatorBindingDoesNotExist,
+                        "alias '{}' refers to itself (at {})",
+                        id.name,
+                        id.pos
+                    ));
+                }
+                self.expanding.push(id.name.clone());
+                let e = self.expr(&item.expr);
+                self.expanding.pop();
+                return e;
+            }
+        }
+        Err(match self.header {
+            Some(h) => err!(
+                EvaluatorBindingDoesNotExist,
+                "column '{}' (at {}) is not in the header; the columns are: {}",
+                id.name,
+                id.pos,
+                h.join(", ")
+            ),
+            None => err!(
+                EvaluatorBindingDoesNotExist,
+                "column '{}' (at {}) has no header to name it; set FileHeaderInfo to USE or use \
+                 positions (_1, _2, …)",
+                id.name,
+                id.pos
+            ),
+        })
+    }
+
+    fn boxed(&mut self, e: &Expr) -> Result<Box<CExpr>> {
+        Ok(Box::new(self.expr(e)?))
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<CExpr> {
+        Ok(match e {
+            Expr::Literal(l) => CExpr::Const(literal(l, ast::Pos::default())?),
+            Expr::Column(c) => self.column(c)?,
+            Expr::Unary { op, expr } => {
+                let inner = self.boxed(expr)?;
+                match op {
+                    UnaryOp::Not => CExpr::Not(inner),
+                    UnaryOp::Neg => match *inner {
+                        CExpr::Const(v) => CExpr::Const(crate::eval::coerce::negate(v)?.into_owned()),
+                        other => CExpr::Neg(Box::new(other)),
+                    },
+                    UnaryOp::Plus => *inner,
+                }
+            }
+            Expr::Binary {
+                op, left, right, ..
+            } => {
+                let l = self.boxed(left)?;
+                let r = self.boxed(right)?;
+                match op {
+                    BinaryOp::And => CExpr::And(l, r),
+                    BinaryOp::Or => CExpr::Or(l, r),
+                    BinaryOp::Eq => CExpr::Cmp(CmpOp::Eq, l, r),
+                    BinaryOp::NotEq => CExpr::Cmp(CmpOp::NotEq, l, r),
+                    BinaryOp::Lt => CExpr::Cmp(CmpOp::Lt, l, r),
+                    BinaryOp::LtEq => CExpr::Cmp(CmpOp::LtEq, l, r),
+                    BinaryOp::Gt => CExpr::Cmp(CmpOp::Gt, l, r),
+                    BinaryOp::GtEq => CExpr::Cmp(CmpOp::GtEq, l, r),
+                    BinaryOp::Add => CExpr::Arith(ArithOp::Add, l, r),
+                    BinaryOp::Sub => CExpr::Arith(ArithOp::Sub, l, r),
+                    BinaryOp::Mul => CExpr::Arith(ArithOp::Mul, l, r),
+                    BinaryOp::Div => CExpr::Arith(ArithOp::Div, l, r),
+                    BinaryOp::Mod => CExpr::Arith(ArithOp::Mod, l, r),
+                    BinaryOp::Concat => CExpr::Concat(l, r),
+                }
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                negated,
+            } => {
+                let expr = self.boxed(expr)?;
+                let pat = self.expr(pattern)?;
+                let esc = match escape {
+                    Some(e) => Some(self.expr(e)?),
+                    None => None,
+                };
+                let pattern = match (&pat, &esc) {
+                    (CExpr::Const(p), None) if !p.is_absent() => LikeSpec::Const(
+                        LikePattern::compile(&crate::eval::coerce::to_text(p), None)?,
+                    ),
+                    (CExpr::Const(p), Some(CExpr::Const(e))) if !p.is_absent() && !e.is_absent() => {
+                        let esc = crate::eval::expr::like_escape_char(e)?;
+                        LikeSpec::Const(LikePattern::compile(
+                            &crate::eval::coerce::to_text(p),
+                            Some(esc),
+                        )?)
+                    }
+                    _ => LikeSpec::Dynamic {
+                        pattern: Box::new(pat),
+                        escape: esc.map(Box::new),
+                    },
+                };
+                CExpr::Like {
+                    expr,
+                    pattern,
+                    negated: *negated,
+                }
+            }
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => CExpr::Between {
+                expr: self.boxed(expr)?,
+                low: self.boxed(low)?,
+                high: self.boxed(high)?,
+                negated: *negated,
+            },
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => CExpr::InList {
+                expr: self.boxed(expr)?,
+                list: list.iter().map(|x| self.expr(x)).collect::<Result<_>>()?,
+                negated: *negated,
+            },
+            Expr::IsNull { expr, negated } => CExpr::IsNull {
+                expr: self.boxed(expr)?,
+                negated: *negated,
+            },
+            Expr::IsMissing { expr, negated } => CExpr::IsMissing {
+                expr: self.boxed(expr)?,
+                negated: *negated,
+            },
+            Expr::Case {
+                operand,
+                whens,
+                else_expr,
+            } => {
+                let operand = match operand {
+                    Some(o) => Some(self.boxed(o)?),
+                    None => None,
+                };
+                let whens = whens
+                    .iter()
+                    .map(|(w, t)| Ok((self.expr(w)?, self.expr(t)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let else_expr = match else_expr {
+                    Some(e) => Some(self.boxed(e)?),
+                    None => None,
+                };
+                empty_as_null_cast(&operand, &whens, &else_expr).unwrap_or(CExpr::Case {
+                    operand,
+                    whens,
+                    else_expr,
+                })
+            }
+            Expr::Cast { expr, to, pos } => CExpr::Cast {
+                expr: self.boxed(expr)?,
+                to: *to,
+                pos: *pos,
+            },
+            Expr::Extract { part, expr, pos } => CExpr::Extract {
+                part: *part,
+                expr: self.boxed(expr)?,
+                pos: *pos,
+            },
+            Expr::DateAdd {
+                part,
+                quantity,
+                timestamp,
+                pos,
+            } => CExpr::DateAdd {
+                part: *part,
+                quantity: self.boxed(quantity)?,
+                timestamp: self.boxed(timestamp)?,
+                pos: *pos,
+            },
+            Expr::DateDiff {
+                part,
+                from,
+                to,
+                pos,
+            } => CExpr::DateDiff {
+                part: *part,
+                from: self.boxed(from)?,
+                to: self.boxed(to)?,
+                pos: *pos,
+            },
+            Expr::Trim {
+                spec,
+                chars,
+                expr,
+                pos,
+            } => CExpr::Trim {
+                spec: *spec,
+                chars: match chars {
+                    Some(c) => Some(self.boxed(c)?),
+                    None => None,
+                },
+                expr: self.boxed(expr)?,
+                pos: *pos,
+            },
+            Expr::Function { name, args, pos } => {
+                let func = Func::resolve(name, args.len(), self.dialect, *pos)?;
+                CExpr::Func {
+                    func,
+                    args: args.iter().map(|a| self.expr(a)).collect::<Result<_>>()?,
+                    pos: *pos,
+                }
+            }
+            Expr::Aggregate { func, arg, pos } => {
+                if self.in_aggregate {
+                    return Err(err!(
+                        UnsupportedSqlOperation,
+                        "aggregate functions cannot be nested (at {pos})"
+                    ));
+                }
+                self.in_aggregate = true;
+                let arg = match arg {
+                    Some(a) => Some(self.expr(a)),
+                    None => None,
+                }
+                .transpose();
+                self.in_aggregate = false;
+                self.aggs.push(AggSpec {
+                    func: *func,
+                    arg: arg?,
+                });
+                CExpr::AggResult(self.aggs.len() - 1)
+            }
+        })
+    }
+}
+
+/// Whether identifier `a` (as declared) is referred to by `name` written quoted or not.
+fn names_match(a: &Ident, name: &str, quoted: bool) -> bool {
+    if quoted || a.quoted {
+        a.name == name
+    } else {
+        a.name.eq_ignore_ascii_case(name)
+    }
+}
+
+/// Recognises `CASE f WHEN '' THEN NULL ELSE CAST(f AS t) END`.
+fn empty_as_null_cast(
+    operand: &Option<Box<CExpr>>,
+    whens: &[(CExpr, CExpr)],
+    else_expr: &Option<Box<CExpr>>,
+) -> Option<CExpr> {
+    let CExpr::Field { index } = operand.as_deref()? else {
+        return None;
+    };
+    let [(CExpr::Const(Value::Str(w)), CExpr::Const(Value::Null))] = whens else {
+        return None;
+    };
+    if !w.is_empty() {
+        return None;
+    }
+    let CExpr::Cast { expr, to, pos } = else_expr.as_deref()? else {
+        return None;
+    };
+    match expr.as_ref() {
+        CExpr::Field { index: i } if i == index => Some(CExpr::EmptyAsNullCast {
+            index: *index,
+            to: *to,
+            pos: *pos,
+        }),
+        _ => None,
+    }
+}

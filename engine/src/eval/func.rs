@@ -1,0 +1,137 @@
+//! Scalar functions called by name: `LOWER(x)`, `SUBSTRING(x, 2, 3)`, `COALESCE(…)`, …
+//!
+//! Functions with their own syntax (CAST, EXTRACT, TRIM, DATE_ADD, DATE_DIFF) are separate
+//! `CExpr` variants; these are the ones written as plain calls.
+
+use std::borrow::Cow;
+
+use crate::err;
+use crate::error::Result;
+use crate::eval::coerce::{self, display_for_error, to_text};
+use crate::sql::ast::{CastType, Pos};
+use crate::sql::Dialect;
+use crate::value::{strings, timestamp, Timestamp, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Func {
+    CharLength,
+    Lower,
+    Upper,
+    Substring,
+    Coalesce,
+    NullIf,
+    ToString,
+    ToTimestamp,
+    UtcNow,
+    /// Ceph's `int(x)`: CAST(x AS INT).
+    CephInt,
+    /// Ceph's `float(x)`: CAST(x AS FLOAT).
+    CephFloat,
+}
+
+impl Func {
+    /// Looks a function up by its upper-cased name, checking its argument count.
+    pub fn resolve(name: &str, argc: usize, dialect: Dialect, pos: Pos) -> Result<Func> {
+        let (f, min, max) = match name {
+            "CHAR_LENGTH" | "CHARACTER_LENGTH" => (Func::CharLength, 1, 1),
+            "LOWER" => (Func::Lower, 1, 1),
+            "UPPER" => (Func::Upper, 1, 1),
+            "SUBSTRING" => (Func::Substring, 2, 3),
+            "COALESCE" => (Func::Coalesce, 1, usize::MAX),
+            "NULLIF" => (Func::NullIf, 2, 2),
+            "TO_STRING" => (Func::ToString, 2, 2),
+            "TO_TIMESTAMP" => (Func::ToTimestamp, 1, 1),
+            "UTCNOW" => (Func::UtcNow, 0, 0),
+            "INT" if dialect == Dialect::Ceph => (Func::CephInt, 1, 1),
+            "FLOAT" if dialect == Dialect::Ceph => (Func::CephFloat, 1, 1),
+            _ => {
+                return Err(err!(
+                    UnsupportedFunction,
+                    "unknown function {name} at {pos}"
+                ))
+            }
+        };
+        if argc < min || argc > max {
+            let want = if min == max {
+                format!("{min}")
+            } else if max == usize::MAX {
+                format!("at least {min}")
+            } else {
+                format!("{min} to {max}")
+            };
+            return Err(err!(
+                EvaluatorInvalidArguments,
+                "{name} takes {want} argument(s), got {argc} (at {pos})"
+            ));
+        }
+        Ok(f)
+    }
+
+    /// Applies the function to evaluated arguments.
+    pub fn call<'a>(self, mut args: Vec<Value<'a>>, pos: Pos) -> Result<Value<'a>> {
+        // NULL/MISSING in, NULL out, for every function that is not about absence.
+        let propagates = !matches!(self, Func::Coalesce | Func::NullIf);
+        if propagates {
+            if let Some(a) = args.iter().find(|a| a.is_absent()) {
+                return Ok(a.clone());
+            }
+        }
+        match self {
+            Func::CharLength => Ok(Value::Int(strings::char_length(&string_arg(
+                &args[0], "CHAR_LENGTH", pos,
+            )?))),
+            Func::Lower => Ok(Value::Str(Cow::Owned(
+                string_arg(&args[0], "LOWER", pos)?.to_lowercase(),
+            ))),
+            Func::Upper => Ok(Value::Str(Cow::Owned(
+                string_arg(&args[0], "UPPER", pos)?.to_uppercase(),
+            ))),
+            Func::Substring => {
+                let s = string_arg(&args[0], "SUBSTRING", pos)?;
+                let start = coerce::to_int_arg(args[1].clone(), "SUBSTRING", pos)?;
+                let len = match args.get(2) {
+                    Some(l) => Some(coerce::to_int_arg(l.clone(), "SUBSTRING", pos)?),
+                    None => None,
+                };
+                let out = strings::substring(&s, start, len)?;
+                Ok(Value::Str(Cow::Owned(out.to_string())))
+            }
+            Func::Coalesce => Ok(args
+                .into_iter()
+                .find(|a| !a.is_absent())
+                .unwrap_or(Value::Null)),
+            Func::NullIf => {
+                let b = args.pop().unwrap_or(Value::Null);
+                let a = args.pop().unwrap_or(Value::Null);
+                let eq = crate::eval::expr::compare_op(crate::eval::expr::CmpOp::Eq, &a, &b);
+                Ok(if eq == Value::Bool(true) { Value::Null } else { a })
+            }
+            Func::ToString => {
+                let ts = coerce::to_timestamp_arg(args[0].clone(), "TO_STRING", pos)?;
+                let pattern = string_arg(&args[1], "TO_STRING", pos)?;
+                Ok(Value::Str(Cow::Owned(ts.to_string_with(&pattern)?)))
+            }
+            Func::ToTimestamp => {
+                let s = string_arg(&args[0], "TO_TIMESTAMP", pos)?;
+                Ok(Value::Timestamp(timestamp::to_timestamp(&s)?))
+            }
+            Func::UtcNow => Ok(Value::Timestamp(Timestamp::utc_now())),
+            Func::CephInt => coerce::cast(args.swap_remove(0), CastType::Int, pos),
+            Func::CephFloat => coerce::cast(args.swap_remove(0), CastType::Float, pos),
+        }
+    }
+}
+
+/// A string argument; other scalars are taken by their text.
+fn string_arg<'v>(v: &'v Value<'_>, func: &str, pos: Pos) -> Result<Cow<'v, str>> {
+    match v {
+        Value::Str(s) => Ok(Cow::Borrowed(s.as_ref())),
+        Value::Int(_) | Value::Decimal(_) | Value::Float(_) | Value::Bool(_) => Ok(to_text(v)),
+        other => Err(err!(
+            IncorrectSqlFunctionArgumentType,
+            "{func} needs a string, got {} {} (at {pos})",
+            other.type_name(),
+            display_for_error(other)
+        )),
+    }
+}

@@ -1,0 +1,555 @@
+//! Running a select: source → (decompression) → chunks of whole records → filter and
+//! projection on each chunk → output in input order.
+//!
+//! With one thread, everything happens on the caller's thread. With more, a reader thread cuts
+//! the stream into chunks, workers process chunks as they come, and the caller's thread
+//! writes each chunk's output to the sink in order. Memory is bounded: at most
+//! `threads + 2` chunk buffers exist, whatever the object's size.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+use crate::csv::{ChunkBuf, Chunker, CsvFormat, Flow, Record, Scanner};
+use crate::err;
+use crate::error::{ErrorCode, Result, SelectError};
+use crate::eval::agg::AggState;
+use crate::eval::bind::{bind, Output, Plan};
+use crate::eval::expr::{CExpr, Row};
+use crate::output::RowWriter;
+use crate::request::{Compression, FileHeaderInfo, SelectRequest};
+use crate::source::{decompress, Counting, ObjectSource};
+use crate::sql::ast::Query;
+use crate::value::Value;
+
+/// The three byte counts S3 Select reports in its Stats and Progress events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes read from the object (compressed size for compressed objects).
+    pub bytes_scanned: u64,
+    /// Bytes after decompression.
+    pub bytes_processed: u64,
+    /// Bytes of output.
+    pub bytes_returned: u64,
+}
+
+/// Where results go. The gateway frames them as event-stream messages; the CLI writes them to
+/// stdout.
+pub trait Sink {
+    /// The next piece of output, in order. Pieces end at row boundaries.
+    fn write(&mut self, data: &[u8]) -> Result<()>;
+
+    /// Called after each chunk of input. An error (say, the client went away) stops the scan.
+    fn progress(&mut self, _stats: &Stats) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn write(&mut self, data: &[u8]) -> Result<()> {
+        self.extend_from_slice(data);
+        Ok(())
+    }
+}
+
+/// Default chunk size: large enough to amortise the per-chunk work, small enough to keep the
+/// chunk and its bitmasks in L2 cache.
+pub const DEFAULT_CHUNK_SIZE: usize = 1 << 20;
+
+/// A validated select, ready to run over any number of objects.
+#[derive(Debug, Clone)]
+pub struct Select {
+    request: SelectRequest,
+    query: Query,
+    format: CsvFormat,
+    writer: RowWriter,
+    threads: usize,
+    chunk_size: usize,
+}
+
+impl Select {
+    /// Checks the request — SQL syntax, serialization options, ScanRange — before any byte
+    /// of the object is read, so that these errors reach the client as plain S3 errors.
+    pub fn new(request: SelectRequest) -> Result<Select> {
+        let query = crate::sql::parse(&request.sql, request.dialect)?;
+        let format = CsvFormat::new(&request.input.csv)?;
+        let writer = RowWriter::new(&request.output)?;
+        if let Some(r) = &request.scan_range {
+            if request.input.compression != Compression::None {
+                return Err(err!(
+                    UnsupportedScanRangeInput,
+                    "ScanRange cannot be used with compressed input ({:?})",
+                    request.input.compression
+                ));
+            }
+            if r.start.is_none() && r.end.is_none() {
+                return Err(err!(InvalidScanRange, "ScanRange must name a Start or an End"));
+            }
+        }
+        Ok(Select {
+            request,
+            query,
+            format,
+            writer,
+            threads: 1,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+        })
+    }
+
+    /// Scans with `n` worker threads (chunks in parallel, output in order).
+    pub fn with_threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    pub fn with_chunk_size(mut self, bytes: usize) -> Self {
+        self.chunk_size = bytes.max(4096);
+        self
+    }
+
+    pub fn query(&self) -> &Query {
+        &self.query
+    }
+
+    /// Runs the select over `source`, writing the result to `sink`.
+    pub fn run(&self, source: &dyn ObjectSource, sink: &mut dyn Sink) -> Result<Stats> {
+        let scanned = Arc::new(AtomicU64::new(0));
+        let processed = Arc::new(AtomicU64::new(0));
+        let compression = self.request.input.compression;
+        let ranged = self.request.scan_range.is_some();
+
+        // Where to start reading and where to stop.
+        let (open_at, skip_partial, last_start) = match &self.request.scan_range {
+            None => (0, false, None),
+            Some(r) => match r.resolve(source.size())? {
+                None => (u64::MAX, false, None),
+                Some((first, last)) => {
+                    let back = self.format.record.len() as u64;
+                    let last = (last != u64::MAX).then_some(last);
+                    if first == 0 {
+                        (0, false, last)
+                    } else {
+                        (first.saturating_sub(back), true, last)
+                    }
+                }
+            },
+        };
+
+        // The header is the object's first record, even when the range starts later.
+        let mut header = None;
+        let needs_header = self.format.header != FileHeaderInfo::None;
+        let mut chunker = if open_at == u64::MAX {
+            None
+        } else {
+            let raw = source.open(open_at).map_err(open_error)?;
+            let counted = Counting::new(raw, scanned.clone());
+            let decoded = Counting::new(decompress(Box::new(counted), compression), processed.clone());
+            Some(Chunker::new(
+                decoded,
+                self.format.clone(),
+                self.chunk_size,
+                open_at,
+                skip_partial,
+                last_start,
+            ))
+        };
+        if needs_header {
+            if open_at == 0 {
+                if let Some(c) = chunker.as_mut() {
+                    header = c.take_first_record()?;
+                }
+            } else {
+                let raw = source.open(0).map_err(open_error)?;
+                let mut c = Chunker::new(raw, self.format.clone(), 64 * 1024, 0, false, None);
+                header = c.take_first_record()?;
+            }
+        }
+        let names = match self.format.header {
+            FileHeaderInfo::Use => header.clone(),
+            _ => None,
+        };
+        let plan = bind(&self.query, self.request.dialect, names.as_deref())?;
+        let ctx = Ctx {
+            plan: &plan,
+            writer: &self.writer,
+            header: names.as_deref().unwrap_or(&[]),
+        };
+
+        let mut returned = 0u64;
+        let mut aggs: Vec<AggState> = plan.aggs.iter().map(|a| AggState::new(a.func)).collect();
+        let stats_now = |returned: u64, chunker_consumed: Option<u64>| {
+            let (s, p) = match (ranged, chunker_consumed) {
+                (true, Some(c)) => (c, c),
+                _ => (scanned.load(Ordering::Relaxed), processed.load(Ordering::Relaxed)),
+            };
+            Stats {
+                bytes_scanned: s,
+                bytes_processed: p,
+                bytes_returned: returned,
+            }
+        };
+
+        let mut consumed = None;
+        if let Some(chunker) = chunker.take() {
+            let limit = if plan.is_aggregate() { None } else { plan.limit };
+            let mut emit = |out: &mut ChunkOut, sink: &mut dyn Sink| -> Result<bool> {
+                // Returns whether to go on.
+                for (acc, part) in aggs.iter_mut().zip(out.aggs.drain(..)) {
+                    acc.merge(part)?;
+                }
+                let mut bytes = &out.bytes[..];
+                let mut more = true;
+                if let Some(l) = limit {
+                    let left = l.saturating_sub(out.rows_before);
+                    if out.rows >= left {
+                        let cut = if left == 0 {
+                            0
+                        } else {
+                            out.row_ends[(left - 1) as usize]
+                        };
+                        bytes = &out.bytes[..cut];
+                        more = false;
+                    }
+                }
+                if !bytes.is_empty() {
+                    sink.write(bytes)?;
+                    returned += bytes.len() as u64;
+                }
+                Ok(more)
+            };
+            if plan.limit == Some(0) && !plan.is_aggregate() {
+                // Nothing to read.
+            } else if self.threads <= 1 {
+                consumed = Some(self.run_sequential(chunker, &ctx, sink, &mut emit, &stats_now)?);
+            } else {
+                consumed = Some(self.run_parallel(chunker, &ctx, sink, &mut emit, &stats_now)?);
+            }
+        }
+
+        if plan.is_aggregate() && plan.limit != Some(0) {
+            let values = aggs
+                .into_iter()
+                .map(AggState::finish)
+                .collect::<Result<Vec<_>>>()?;
+            let mut out = Vec::new();
+            write_agg_row(&ctx, &values, &mut out)?;
+            sink.write(&out)?;
+            returned += out.len() as u64;
+        }
+        let stats = stats_now(returned, consumed);
+        sink.progress(&stats)?;
+        Ok(stats)
+    }
+
+    fn run_sequential<R: std::io::Read>(
+        &self,
+        mut chunker: Chunker<R>,
+        ctx: &Ctx<'_>,
+        sink: &mut dyn Sink,
+        emit: &mut dyn FnMut(&mut ChunkOut, &mut dyn Sink) -> Result<bool>,
+        stats_now: &dyn Fn(u64, Option<u64>) -> Stats,
+    ) -> Result<u64> {
+        let mut scanner = Scanner::new(self.format.clone());
+        let mut buf = ChunkBuf::with_capacity(self.chunk_size + 64 * 1024);
+        let mut out = ChunkOut::new(ctx.plan);
+        let mut rows_before = 0;
+        let mut returned = 0;
+        loop {
+            let chunk = match chunker.next_chunk(buf)? {
+                Ok(c) => c,
+                Err(_) => break,
+            };
+            out.reset(ctx.plan, rows_before);
+            process_chunk(ctx, &mut scanner, chunk.bytes(), &mut out)?;
+            rows_before += out.rows;
+            returned += out.bytes.len() as u64;
+            let more = emit(&mut out, sink)?;
+            sink.progress(&stats_now(returned, Some(chunker.consumed())))?;
+            if !more {
+                break;
+            }
+            buf = chunk;
+        }
+        Ok(chunker.consumed())
+    }
+
+    fn run_parallel<R: std::io::Read + Send>(
+        &self,
+        mut chunker: Chunker<R>,
+        ctx: &Ctx<'_>,
+        sink: &mut dyn Sink,
+        emit: &mut dyn FnMut(&mut ChunkOut, &mut dyn Sink) -> Result<bool>,
+        stats_now: &dyn Fn(u64, Option<u64>) -> Stats,
+    ) -> Result<u64> {
+        let threads = self.threads;
+        let stop = AtomicBool::new(false);
+        let consumed = AtomicU64::new(0);
+        let (work_tx, work_rx) = sync_channel::<(u64, Result<ChunkBuf>)>(threads);
+        // Shared by the workers only, so that it is dropped (and the reader's sends fail)
+        // once they have all stopped.
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        let (done_tx, done_rx) = sync_channel::<(u64, Result<ChunkOut>, ChunkBuf)>(threads * 2);
+        let (pool_tx, pool_rx) = sync_channel::<ChunkBuf>(threads + 2);
+        for _ in 0..threads + 2 {
+            // The pool is exactly this large, so these sends cannot block or fail.
+            let _ = pool_tx.send(ChunkBuf::with_capacity(self.chunk_size + 64 * 1024));
+        }
+        let result = std::thread::scope(|scope| -> Result<()> {
+            // Reader: cuts the stream into chunks.
+            let stop_r = &stop;
+            let consumed_r = &consumed;
+            scope.spawn(move || {
+                let mut seq = 0u64;
+                while !stop_r.load(Ordering::Relaxed) {
+                    let Ok(buf) = pool_rx.recv() else { break };
+                    match chunker.next_chunk(buf) {
+                        Ok(Ok(chunk)) => {
+                            consumed_r.store(chunker.consumed(), Ordering::Relaxed);
+                            if work_tx.send((seq, Ok(chunk))).is_err() {
+                                break;
+                            }
+                        }
+                        Ok(Err(_)) => break,
+                        Err(e) => {
+                            let _ = work_tx.send((seq, Err(e)));
+                            break;
+                        }
+                    }
+                    seq += 1;
+                }
+                consumed_r.store(chunker.consumed(), Ordering::Relaxed);
+                // Dropping work_tx tells the workers the input is over.
+            });
+            // Workers: process chunks in whatever order they arrive.
+            for _ in 0..threads {
+                let work_rx = work_rx.clone();
+                let done_tx = done_tx.clone();
+                let stop_w = &stop;
+                let format = self.format.clone();
+                scope.spawn(move || {
+                    let mut scanner = Scanner::new(format);
+                    loop {
+                        let item = match work_rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok((seq, chunk)) = item else { break };
+                        if stop_w.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let (res, buf) = match chunk {
+                            Ok(buf) => {
+                                let mut out = ChunkOut::new(ctx.plan);
+                                let r = process_chunk(ctx, &mut scanner, buf.bytes(), &mut out)
+                                    .map(|_| out);
+                                (r, buf)
+                            }
+                            Err(e) => (Err(e), ChunkBuf::default()),
+                        };
+                        if done_tx.send((seq, res, buf)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            drop(work_rx);
+            // Collector: this thread, writing outputs in sequence order.
+            let r = collect(&done_rx, &pool_tx, sink, emit, stats_now, &consumed);
+            stop.store(true, Ordering::Relaxed);
+            // Unblock everyone: drain what is in flight so senders can finish.
+            drop(pool_tx);
+            while done_rx.recv().is_ok() {}
+            r
+        });
+        result?;
+        Ok(consumed.load(Ordering::Relaxed))
+    }
+}
+
+/// Writes chunk outputs in sequence order as they arrive from the workers.
+fn collect(
+    done_rx: &Receiver<(u64, Result<ChunkOut>, ChunkBuf)>,
+    pool_tx: &SyncSender<ChunkBuf>,
+    sink: &mut dyn Sink,
+    emit: &mut dyn FnMut(&mut ChunkOut, &mut dyn Sink) -> Result<bool>,
+    stats_now: &dyn Fn(u64, Option<u64>) -> Stats,
+    consumed: &AtomicU64,
+) -> Result<()> {
+    let mut waiting: std::collections::BTreeMap<u64, Result<ChunkOut>> = Default::default();
+    let mut next = 0u64;
+    let mut rows_before = 0u64;
+    let mut returned = 0u64;
+    while let Ok((seq, res, buf)) = done_rx.recv() {
+        if buf.capacity() > 0 {
+            let _ = pool_tx.try_send(buf);
+        }
+        waiting.insert(seq, res);
+        while let Some(res) = waiting.remove(&next) {
+            let mut out = res?;
+            out.rows_before = rows_before;
+            rows_before += out.rows;
+            returned += out.bytes.len() as u64;
+            let more = emit(&mut out, sink)?;
+            sink.progress(&stats_now(returned, Some(consumed.load(Ordering::Relaxed))))?;
+            if !more {
+                return Ok(());
+            }
+            next += 1;
+        }
+    }
+    Ok(())
+}
+
+fn open_error(e: std::io::Error) -> SelectError {
+    let inner = crate::csv::chunk::read_error(e);
+    if inner.code == ErrorCode::TruncatedInput {
+        return inner;
+    }
+    SelectError::new(inner.code, format!("opening the object failed: {}", inner.message))
+}
+
+/// What a chunk produced.
+struct ChunkOut {
+    bytes: Vec<u8>,
+    rows: u64,
+    /// Rows output by earlier chunks (set by the collector), for LIMIT.
+    rows_before: u64,
+    /// End offset of each row in `bytes`, kept only under LIMIT.
+    row_ends: Vec<usize>,
+    aggs: Vec<AggState>,
+}
+
+impl ChunkOut {
+    fn new(plan: &Plan) -> Self {
+        let mut o = ChunkOut {
+            bytes: Vec::new(),
+            rows: 0,
+            rows_before: 0,
+            row_ends: Vec::new(),
+            aggs: Vec::new(),
+        };
+        o.reset(plan, 0);
+        o
+    }
+
+    fn reset(&mut self, plan: &Plan, rows_before: u64) {
+        self.bytes.clear();
+        self.rows = 0;
+        self.rows_before = rows_before;
+        self.row_ends.clear();
+        self.aggs = plan.aggs.iter().map(|a| AggState::new(a.func)).collect();
+    }
+}
+
+/// Read-only state shared by every thread of a run.
+struct Ctx<'a> {
+    plan: &'a Plan,
+    writer: &'a RowWriter,
+    header: &'a [String],
+}
+
+/// Filters and projects every record of one chunk.
+fn process_chunk(ctx: &Ctx<'_>, scanner: &mut Scanner, chunk: &[u8], out: &mut ChunkOut) -> Result<()> {
+    let plan = ctx.plan;
+    let limit = if plan.is_aggregate() { None } else { plan.limit };
+    let row_cap = limit.map(|l| l.saturating_sub(out.rows_before));
+    let mut names: Vec<String> = Vec::new();
+    scanner.scan(chunk, |rec: &mut Record<'_>| {
+        rec.ensure(plan.filter_width);
+        if let Some(f) = &plan.filter {
+            let row = Row {
+                record: rec,
+                aggs: &[],
+            };
+            if !f.matches(&row)? {
+                return Ok(Flow::Continue);
+            }
+        }
+        rec.ensure(plan.output_width);
+        let row = Row {
+            record: rec,
+            aggs: &[],
+        };
+        if plan.is_aggregate() {
+            for (spec, state) in plan.aggs.iter().zip(out.aggs.iter_mut()) {
+                match &spec.arg {
+                    None => state.count_row(),
+                    Some(e) => state.update(&e.eval(&row)?)?,
+                }
+            }
+            return Ok(Flow::Continue);
+        }
+        write_row(ctx, &row, &mut out.bytes, &mut names)?;
+        out.rows += 1;
+        if let Some(cap) = row_cap {
+            out.row_ends.push(out.bytes.len());
+            if out.rows >= cap {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    })
+}
+
+/// `_N` names for `SELECT *` without a header, made once per chunk.
+fn star_name<'n>(header: &'n [String], names: &'n mut Vec<String>, i: usize) -> &'n str {
+    if let Some(h) = header.get(i) {
+        return h;
+    }
+    while names.len() <= i {
+        names.push(format!("_{}", names.len() + 1));
+    }
+    &names[i]
+}
+
+fn write_row(ctx: &Ctx<'_>, row: &Row<'_, '_>, out: &mut Vec<u8>, names: &mut Vec<String>) -> Result<()> {
+    let w = ctx.writer;
+    w.begin_row(out);
+    match &ctx.plan.output {
+        Output::Star => {
+            for i in 0..row.record.len() {
+                let s = crate::eval::expr::field_value(row.record, i)?;
+                let name = star_name(ctx.header, names, i);
+                w.value_field(out, i, name, &s);
+            }
+        }
+        Output::Exprs(exprs) => {
+            for (i, e) in exprs.iter().enumerate() {
+                let name = &ctx.plan.names[i];
+                match e {
+                    CExpr::Field { index } => match row.record.field(*index) {
+                        Some(bytes) => {
+                            let s = std::str::from_utf8(bytes).map_err(|_| {
+                                err!(
+                                    InvalidTextEncoding,
+                                    "field _{} of the record at offset {} is not valid UTF-8",
+                                    index + 1,
+                                    row.record.offset()
+                                )
+                            })?;
+                            w.str_field(out, i, name, s);
+                        }
+                        None => w.value_field(out, i, name, &Value::Missing),
+                    },
+                    other => {
+                        let v = other.eval(row)?;
+                        w.value_field(out, i, name, &v);
+                    }
+                }
+            }
+        }
+    }
+    w.end_row(out);
+    Ok(())
+}
+
+fn write_agg_row(ctx: &Ctx<'_>, values: &[Value<'static>], out: &mut Vec<u8>) -> Result<()> {
+    let empty = Record::new(&[], &[]);
+    let row = Row {
+        record: &empty,
+        aggs: values,
+    };
+    let mut names = Vec::new();
+    write_row(ctx, &row, out, &mut names)
+}

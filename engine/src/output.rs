@@ -1,0 +1,202 @@
+//! Serialising result rows as CSV or JSON, per the request's OutputSerialization.
+
+use crate::error::Result;
+use crate::eval::coerce::to_text;
+use crate::request::{option_bytes, CsvOutput, JsonOutput, OutputSerialization, QuoteFields};
+use crate::value::numeric::format_f64;
+use crate::value::Value;
+
+/// Writes rows into an output buffer.
+#[derive(Debug, Clone)]
+pub enum RowWriter {
+    Csv(CsvWriter),
+    Json(JsonWriter),
+}
+
+impl RowWriter {
+    pub fn new(out: &OutputSerialization) -> Result<Self> {
+        Ok(match out {
+            OutputSerialization::Csv(c) => RowWriter::Csv(CsvWriter::new(c)?),
+            OutputSerialization::Json(j) => RowWriter::Json(JsonWriter::new(j)?),
+        })
+    }
+
+    #[inline]
+    pub fn begin_row(&self, out: &mut Vec<u8>) {
+        if let RowWriter::Json(_) = self {
+            out.push(b'{');
+        }
+    }
+
+    /// Field `i` of the row: a string taken from the input as it is.
+    #[inline]
+    pub fn str_field(&self, out: &mut Vec<u8>, i: usize, name: &str, s: &str) {
+        match self {
+            RowWriter::Csv(w) => w.field(out, i, s, true),
+            RowWriter::Json(w) => w.key(out, i, name, |out| json_string(out, s)),
+        }
+    }
+
+    /// Field `i` of the row: any value.
+    pub fn value_field(&self, out: &mut Vec<u8>, i: usize, name: &str, v: &Value<'_>) {
+        match self {
+            RowWriter::Csv(w) => match v {
+                Value::Str(s) => w.field(out, i, s, true),
+                Value::Null | Value::Missing => w.field(out, i, "", false),
+                other => w.field(out, i, &to_text(other), true),
+            },
+            RowWriter::Json(w) => {
+                if matches!(v, Value::Missing) {
+                    return;
+                }
+                w.key(out, i, name, |out| json_value(out, v))
+            }
+        }
+    }
+
+    #[inline]
+    pub fn end_row(&self, out: &mut Vec<u8>) {
+        match self {
+            RowWriter::Csv(w) => out.extend_from_slice(&w.record),
+            RowWriter::Json(w) => {
+                out.push(b'}');
+                out.extend_from_slice(&w.record);
+            }
+        }
+    }
+}
+
+/// CSV output with AWS's quoting rules.
+#[derive(Debug, Clone)]
+pub struct CsvWriter {
+    field: Vec<u8>,
+    record: Vec<u8>,
+    quote: Vec<u8>,
+    escape: Vec<u8>,
+    always: bool,
+    /// Bytes that make an as-needed field quoted: the first byte of each delimiter, the quote
+    /// and escape, and CR/LF.
+    special: [bool; 256],
+}
+
+impl CsvWriter {
+    pub fn new(c: &CsvOutput) -> Result<Self> {
+        let field = option_bytes(&c.field_delimiter, "output FieldDelimiter", false, 1)?;
+        let record = option_bytes(&c.record_delimiter, "output RecordDelimiter", false, 2)?;
+        let quote = option_bytes(&c.quote_character, "output QuoteCharacter", true, 1)?;
+        let mut escape =
+            option_bytes(&c.quote_escape_character, "output QuoteEscapeCharacter", true, 1)?;
+        if escape.is_empty() {
+            escape = quote.clone();
+        }
+        let mut special = [false; 256];
+        for b in [&field, &record, &quote, &escape] {
+            if let Some(&c) = b.first() {
+                special[c as usize] = true;
+            }
+        }
+        special[b'\n' as usize] = true;
+        special[b'\r' as usize] = true;
+        Ok(CsvWriter {
+            field,
+            record,
+            quote,
+            escape,
+            always: c.quote_fields == QuoteFields::Always,
+            special,
+        })
+    }
+
+    /// Writes one field. `quotable` is false for NULL/MISSING, which stay empty even when
+    /// every field is quoted.
+    #[inline]
+    fn field(&self, out: &mut Vec<u8>, i: usize, s: &str, quotable: bool) {
+        if i > 0 {
+            out.extend_from_slice(&self.field);
+        }
+        let bytes = s.as_bytes();
+        let quote = !self.quote.is_empty()
+            && quotable
+            && (self.always || bytes.iter().any(|&b| self.special[b as usize]));
+        if !quote {
+            out.extend_from_slice(bytes);
+            return;
+        }
+        out.extend_from_slice(&self.quote);
+        let q = &self.quote;
+        let mut rest = bytes;
+        while let Some(at) = memchr::memmem::find(rest, q) {
+            out.extend_from_slice(&rest[..at]);
+            out.extend_from_slice(&self.escape);
+            out.extend_from_slice(q);
+            rest = &rest[at + q.len()..];
+        }
+        out.extend_from_slice(rest);
+        out.extend_from_slice(&self.quote);
+    }
+}
+
+/// JSON output: one object per row.
+#[derive(Debug, Clone)]
+pub struct JsonWriter {
+    record: Vec<u8>,
+}
+
+impl JsonWriter {
+    pub fn new(j: &JsonOutput) -> Result<Self> {
+        Ok(JsonWriter {
+            record: option_bytes(&j.record_delimiter, "output RecordDelimiter", false, 2)?,
+        })
+    }
+
+    #[inline]
+    fn key(&self, out: &mut Vec<u8>, _i: usize, name: &str, value: impl FnOnce(&mut Vec<u8>)) {
+        if out.last() != Some(&b'{') {
+            out.push(b',');
+        }
+        json_string(out, name);
+        out.push(b':');
+        value(out);
+    }
+}
+
+fn json_value(out: &mut Vec<u8>, v: &Value<'_>) {
+    match v {
+        Value::Null | Value::Missing => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        Value::Decimal(d) => out.extend_from_slice(d.to_string().as_bytes()),
+        Value::Float(f) if f.is_finite() => out.extend_from_slice(format_f64(*f).as_bytes()),
+        Value::Float(_) => out.extend_from_slice(b"null"),
+        Value::Str(s) => json_string(out, s),
+        Value::Timestamp(t) => json_string(out, &t.to_string()),
+    }
+}
+
+/// A JSON string literal with the escapes RFC 8259 requires.
+pub fn json_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => {
+                out.extend_from_slice(&bytes[start..i]);
+                out.extend_from_slice(format!("\\u{b:04x}").as_bytes());
+                start = i + 1;
+                continue;
+            }
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(esc);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
