@@ -503,10 +503,12 @@ impl Timestamp {
                     i += 1;
                     loop {
                         match chars.get(i) {
-                            None => return Err(err!(
+                            None => {
+                                return Err(err!(
                                 EvaluatorInvalidTimestampFormatPattern,
                                 "unterminated quoted text in timestamp format pattern '{pattern}'"
-                            )),
+                            ))
+                            }
                             Some('\'') if chars.get(i + 1) == Some(&'\'') => {
                                 out.push('\'');
                                 i += 2;
