@@ -105,13 +105,17 @@ impl Decimal {
         // `{:e}` gives the shortest round-trip digits, e.g. `1.5e-7`, which parse accepts.
         let s = format!("{v:e}");
         Decimal::parse(&s).or_else(|| {
-            // Too many fraction digits: keep what fits by rounding through a wide scale.
-            let abs = v.abs();
-            if abs < 1e-38 {
-                Decimal::new(0, 0)
-            } else {
-                None
+            // Shortest digits reach below scale 38: round at scale 38 instead, then drop the
+            // trailing zeros the fixed-width formatting added.
+            if v.abs() >= 1.0 {
+                return None;
             }
+            let mut d = Decimal::parse(&format!("{v:.38}"))?;
+            while d.scale > 0 && d.mantissa % 10 == 0 {
+                d.mantissa /= 10;
+                d.scale -= 1;
+            }
+            Some(d)
         })
     }
 
@@ -243,7 +247,7 @@ impl Decimal {
         }
         if scale > MAX_SCALE as i64 {
             // Deeper than scale 38: only acceptable if trailing zeros can be shed.
-            while scale > MAX_SCALE as i64 && mant % 10 == 0 {
+            while scale > MAX_SCALE as i64 && mant.is_multiple_of(10) {
                 mant /= 10;
                 scale -= 1;
             }
@@ -258,6 +262,7 @@ impl Decimal {
         })
     }
 
+    /// Zero at any scale; callers test it before dividing or to print signs.
     pub fn is_zero(&self) -> bool {
         self.mantissa == 0
     }
@@ -696,6 +701,10 @@ mod tests {
         assert_eq!(Decimal::from_f64(0.1), Some(d("0.1")));
         assert_eq!(Decimal::from_f64(f64::NAN), None);
         assert_eq!(Decimal::from_f64(1e300), None);
+        assert_eq!(Decimal::from_f64(1.5e-7), Some(d("0.00000015")));
+        let tiny = Decimal::from_f64(1.2345678901234567e-25);
+        assert_eq!(tiny.map(|t| t.scale), Some(38));
+        assert_eq!(Decimal::from_f64(1e-40), Some(d("0")));
     }
 
     #[test]

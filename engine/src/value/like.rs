@@ -26,7 +26,7 @@ enum Matcher {
     Exact(String),
     Prefix(String),
     Suffix(String),
-    Contains(memmem::Finder<'static>),
+    Contains(Box<memmem::Finder<'static>>),
     /// `%` alone (or `%%…`): everything matches.
     All,
     General(Vec<Tok>),
@@ -145,7 +145,7 @@ fn classify(toks: Vec<Tok>) -> Matcher {
     }
     if n >= 3 && toks[0] == Tok::Any && toks[n - 1] == Tok::Any {
         if let Some(s) = literal(&toks[1..n - 1]) {
-            return Matcher::Contains(memmem::Finder::new(s.as_bytes()).into_owned());
+            return Matcher::Contains(Box::new(memmem::Finder::new(s.as_bytes()).into_owned()));
         }
     }
     Matcher::General(toks)
