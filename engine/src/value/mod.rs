@@ -7,11 +7,15 @@
 //! functions.
 
 pub mod decimal;
+pub mod like;
+pub mod numeric;
+pub mod strings;
 pub mod timestamp;
 
 use std::borrow::Cow;
 
 pub use decimal::Decimal;
+pub use like::LikePattern;
 pub use timestamp::Timestamp;
 
 /// One value. `Missing` is PartiQL's absent value (a column beyond the end of the record);

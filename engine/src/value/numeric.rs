@@ -1,0 +1,208 @@
+//! Number text in and out: the conversions behind `CAST(field AS INT/FLOAT)` and behind
+//! writing floats into CSV output.
+
+/// Parses `[+-]digits` into an i64; `None` on anything else (no whitespace, no fraction, no
+/// exponent) and on overflow. This runs once per row for `CAST(s._11 AS INT)`, so the common
+/// case (≤ 18 digits, which cannot overflow) is a branch-light loop; only longer inputs pay
+/// for checked arithmetic. Whether `' 12'` or `'12.0'` should still cast is the caller's
+/// policy (e.g. retry through [`super::Decimal::parse`]).
+#[inline]
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    if digits.len() <= 18 {
+        let mut v: i64 = 0;
+        for &c in digits {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + d as i64;
+        }
+        return Some(if neg { -v } else { v });
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    if neg {
+        if v <= i64::MAX as u64 {
+            Some(-(v as i64))
+        } else if v == i64::MAX as u64 + 1 {
+            Some(i64::MIN)
+        } else {
+            None
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parses decimal float text (`1.5`, `-2e10`, `.5`, `5.`, `+1`) as Rust does, correctly
+/// rounded. Spellings of infinity and NaN are refused: a CSV field reading `inf` or `NaN` is
+/// not a number a user meant to cast, and the decision is kept in one place should AWS
+/// turn out to accept them. Whitespace is refused as in [`parse_i64`].
+pub fn parse_f64(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    // Only digits, sign, point and exponent letters can form a finite number.
+    if b.is_empty()
+        || !b
+            .iter()
+            .all(|&c| c.is_ascii_digit() || matches!(c, b'+' | b'-' | b'.' | b'e' | b'E'))
+    {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    // Overflowing literals like 1e999 parse to infinity; those are not representable.
+    if v.is_finite() {
+        Some(v)
+    } else {
+        None
+    }
+}
+
+/// Float text for CSV output, in the style of Java's `Double.toString` (S3 Select runs on
+/// the JVM): the shortest digits that read back as the same f64; plain notation with at least
+/// one fraction digit when 10^-3 ≤ |v| < 10^7 (`80.5`, `2.0`, `0.001`), otherwise
+/// computerized scientific notation (`1.0E7`, `1.234E-5`); `NaN`, `Infinity`, `-Infinity`.
+/// This is a documented guess: AWS does not specify its float output format.
+pub fn format_f64(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    // `{:e}` yields the shortest round-trip digits as `d[.ddd]e[-]x`.
+    let sci = format!("{:e}", v.abs());
+    let (mant, exp) = match sci.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (sci.as_str(), 0),
+    };
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let sign = if v < 0.0 { "-" } else { "" };
+    if (-3..7).contains(&exp) {
+        let n = digits.len() as i32;
+        let point = exp + 1; // digits before the decimal point
+        let s = if point <= 0 {
+            format!("0.{}{}", "0".repeat((-point) as usize), digits)
+        } else if point >= n {
+            format!("{}{}.0", digits, "0".repeat((point - n) as usize))
+        } else {
+            let (i, f) = digits.split_at(point as usize);
+            format!("{i}.{f}")
+        };
+        format!("{sign}{s}")
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let rest = if rest.is_empty() { "0" } else { rest };
+        format!("{sign}{first}.{rest}E{exp}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_i64_cases() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"123"), Some(123));
+        assert_eq!(parse_i64(b"-123"), Some(-123));
+        assert_eq!(parse_i64(b"+123"), Some(123));
+        assert_eq!(parse_i64(b"000123"), Some(123));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"-9223372036854775809"), None);
+        assert_eq!(parse_i64(b"99999999999999999999999"), None);
+        assert_eq!(parse_i64(b"0000000000000000000000042"), Some(42));
+        assert_eq!(
+            parse_i64(b"999999999999999999"),
+            Some(999_999_999_999_999_999)
+        );
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"1e3",
+            b"--1",
+            b"0x10",
+            b"1_000",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn parse_i64_matches_std() {
+        for s in [
+            "1",
+            "-1",
+            "12345678901234567",
+            "-123456789012345678",
+            "1234567890123456789",
+        ] {
+            assert_eq!(parse_i64(s.as_bytes()), s.parse::<i64>().ok(), "{s}");
+        }
+    }
+
+    #[test]
+    fn parse_f64_cases() {
+        assert_eq!(parse_f64("1.5"), Some(1.5));
+        assert_eq!(parse_f64("+1.5"), Some(1.5));
+        assert_eq!(parse_f64("-2e10"), Some(-2e10));
+        assert_eq!(parse_f64(".5"), Some(0.5));
+        assert_eq!(parse_f64("5."), Some(5.0));
+        assert_eq!(parse_f64("0.1"), Some(0.1));
+        for bad in [
+            "", "inf", "-inf", "NaN", "infinity", " 1", "1 ", "1e999", "e5", "1,5", "0x1",
+        ] {
+            assert_eq!(parse_f64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn format_f64_cases() {
+        assert_eq!(format_f64(80.5), "80.5");
+        assert_eq!(format_f64(2.0), "2.0");
+        assert_eq!(format_f64(-2.0), "-2.0");
+        assert_eq!(format_f64(0.0), "0.0");
+        assert_eq!(format_f64(0.1), "0.1");
+        assert_eq!(format_f64(0.001), "0.001");
+        assert_eq!(format_f64(0.0001), "1.0E-4");
+        assert_eq!(format_f64(1_234_567.0), "1234567.0");
+        assert_eq!(format_f64(12_345_678.0), "1.2345678E7");
+        assert_eq!(format_f64(1e21), "1.0E21");
+        assert_eq!(format_f64(-1.5e-10), "-1.5E-10");
+        assert_eq!(format_f64(1.0 / 3.0), "0.3333333333333333");
+        assert_eq!(format_f64(f64::NAN), "NaN");
+        assert_eq!(format_f64(f64::NEG_INFINITY), "-Infinity");
+        for v in [
+            1.0 / 3.0,
+            1e-300,
+            123.456,
+            6.02214076e23,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ] {
+            assert_eq!(format_f64(v).parse::<f64>().ok(), Some(v));
+        }
+    }
+}
