@@ -24,3 +24,6 @@ pub enum Dialect {
     /// Ceph RGW's s3select.
     Ceph,
 }
+
+#[cfg(test)]
+mod tests;
