@@ -81,6 +81,7 @@ pub enum ErrorCode {
     UnsupportedSyntax,
     ValueParseFailure,
     // --- input data ----------------------------------------------------------------------
+    CSVEscapingRecordDelimiter,
     CSVParsingError,
     CSVUnescapedQuote,
     OverMaxColumn,
@@ -163,6 +164,7 @@ impl ErrorCode {
             UnsupportedSqlStructure => "UnsupportedSqlStructure",
             UnsupportedSyntax => "UnsupportedSyntax",
             ValueParseFailure => "ValueParseFailure",
+            CSVEscapingRecordDelimiter => "CSVEscapingRecordDelimiter",
             CSVParsingError => "CSVParsingError",
             CSVUnescapedQuote => "CSVUnescapedQuote",
             OverMaxColumn => "OverMaxColumn",

@@ -14,7 +14,7 @@ use crate::value::{Decimal, Value};
 
 /// An exact-where-possible running sum.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Sum {
+pub enum Sum {
     Empty,
     Int(i64),
     Decimal(Decimal),
@@ -23,7 +23,6 @@ enum Sum {
 
 impl Sum {
     fn add(self, v: &Value<'_>) -> Result<Sum> {
-        let overflow = || err!(IntegerOverflow, "SUM overflowed 38 decimal digits");
         Ok(match (self, v) {
             (Sum::Empty, Value::Int(i)) => Sum::Int(*i),
             (Sum::Empty, Value::Decimal(d)) => Sum::Decimal(*d),
@@ -32,18 +31,17 @@ impl Sum {
                 Some(s) => Sum::Int(s),
                 None => Sum::Decimal(
                     Decimal::from_i64(a)
-                        .checked_add(&Decimal::from_i64(*b))
-                        .ok_or_else(overflow)?,
+                        .checked_add(&Decimal::from_i64(*b))?,
                 ),
             },
             (Sum::Int(a), Value::Decimal(d)) => {
-                Sum::Decimal(Decimal::from_i64(a).checked_add(d).ok_or_else(overflow)?)
+                Sum::Decimal(Decimal::from_i64(a).checked_add(d)?)
             }
             (Sum::Decimal(a), Value::Int(b)) => {
-                Sum::Decimal(a.checked_add(&Decimal::from_i64(*b)).ok_or_else(overflow)?)
+                Sum::Decimal(a.checked_add(&Decimal::from_i64(*b))?)
             }
             (Sum::Decimal(a), Value::Decimal(d)) => {
-                Sum::Decimal(a.checked_add(d).ok_or_else(overflow)?)
+                Sum::Decimal(a.checked_add(d)?)
             }
             (s, Value::Float(f)) => Sum::Float(s.as_f64() + f),
             (Sum::Float(a), other) => Sum::Float(a + Sum::Empty.add(other)?.as_f64()),
@@ -146,9 +144,9 @@ impl AggState {
         }
         match self {
             AggState::Count(n) => *n += 1,
-            AggState::Sum(s) => *s = s.add(&numeric_input(v)?)?,
+            AggState::Sum(s) => *s = s.add(numeric_input(v)?.as_ref())?,
             AggState::Avg(s, n) => {
-                *s = s.add(&numeric_input(v)?)?;
+                *s = s.add(numeric_input(v)?.as_ref())?;
                 *n += 1;
             }
             AggState::Min(m) => keep(m, v, Ordering::Less),
@@ -186,8 +184,8 @@ impl AggState {
                     _ => return Ok(Value::Null),
                 };
                 match total.checked_div(&Decimal::from_i64(n)) {
-                    Some(d) => Value::Decimal(d),
-                    None => Value::Float(total.to_f64() / n as f64),
+                    Ok(d) => Value::Decimal(d),
+                    Err(_) => Value::Float(total.to_f64() / n as f64),
                 }
             }
             AggState::Min(m) | AggState::Max(m) => m.unwrap_or(Value::Null),

@@ -305,7 +305,6 @@ pub fn arith(op: ArithOp, a: Value<'_>, b: Value<'_>) -> Result<Value<'static>> 
                 ArithOp::Mod => x.checked_rem(&y),
             };
             r.map(Value::Decimal)
-                .ok_or_else(|| err!(IntegerOverflow, "decimal arithmetic overflowed 38 digits"))
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::eval::coerce::{self, display_for_error, to_text};
 use crate::sql::ast::{CastType, Pos};
 use crate::sql::Dialect;
-use crate::value::{strings, timestamp, Timestamp, Value};
+use crate::value::{strings, Timestamp, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Func {
@@ -113,7 +113,7 @@ impl Func {
             }
             Func::ToTimestamp => {
                 let s = string_arg(&args[0], "TO_TIMESTAMP", pos)?;
-                Ok(Value::Timestamp(timestamp::to_timestamp(&s)?))
+                Ok(Value::Timestamp(Timestamp::to_timestamp(&s)?))
             }
             Func::UtcNow => Ok(Value::Timestamp(Timestamp::utc_now())),
             Func::CephInt => coerce::cast(args.swap_remove(0), CastType::Int, pos),
