@@ -456,7 +456,6 @@ fn process_chunk(ctx: &Ctx<'_>, scanner: &mut Scanner, chunk: &[u8], out: &mut C
     let row_cap = limit.map(|l| l.saturating_sub(out.rows_before));
     let mut names: Vec<String> = Vec::new();
     scanner.scan(chunk, |rec: &mut Record<'_>| {
-        rec.ensure(plan.filter_width);
         if let Some(f) = &plan.filter {
             let row = Row {
                 record: rec,
@@ -466,7 +465,6 @@ fn process_chunk(ctx: &Ctx<'_>, scanner: &mut Scanner, chunk: &[u8], out: &mut C
                 return Ok(Flow::Continue);
             }
         }
-        rec.ensure(plan.output_width);
         let row = Row {
             record: rec,
             aggs: &[],
@@ -518,9 +516,9 @@ fn write_row(ctx: &Ctx<'_>, row: &Row<'_, '_>, out: &mut Vec<u8>, names: &mut Ve
             for (i, e) in exprs.iter().enumerate() {
                 let name = &ctx.plan.names[i];
                 match e {
-                    CExpr::Field { index } => match row.record.field(*index) {
-                        Some(bytes) => {
-                            let s = std::str::from_utf8(bytes).map_err(|_| {
+                    CExpr::Field { index } => match row.record.field_str(*index) {
+                        Some(text) => {
+                            let s = text.map_err(|_| {
                                 err!(
                                     InvalidTextEncoding,
                                     "field _{} of the record at offset {} is not valid UTF-8",

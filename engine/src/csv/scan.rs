@@ -29,6 +29,10 @@ pub struct Masks {
     delim: Vec<u64>,
     record: Vec<u64>,
     special: Vec<u64>,
+    /// No byte of the chunk is 0x80 or above.
+    ascii: bool,
+    /// Some byte of the chunk is a quote or escape.
+    any_special: bool,
 }
 
 /// Whether the scan should go on after a record.
@@ -89,6 +93,7 @@ impl Scanner {
         build_masks(chunk, &self.fmt, &self.specials, &mut self.masks);
         let masks = &self.masks;
         let mut rec = Record::new(chunk, &masks.delim);
+        rec.set_ascii(masks.ascii);
         let rd = &self.fmt.record;
         let comment = &self.fmt.comment;
         let n = chunk.len();
@@ -100,8 +105,11 @@ impl Scanner {
             let (end, next) = loop {
                 match next_bit(&masks.record, probe, n) {
                     Some(last) => {
+                        if rd.len() == 1 {
+                            break (last, last + 1);
+                        }
                         let first = last + 1 - rd.len();
-                        if last + 1 >= pos + rd.len() && chunk[first..=last] == rd[..] {
+                        if last + 1 >= pos + rd.len() && chunk[first] == rd[0] {
                             break (first, last + 1);
                         }
                         probe = last + 1;
@@ -115,11 +123,11 @@ impl Scanner {
                     "a record is longer than the 1 MiB limit (at input offset {pos})"
                 ));
             }
-            if end == pos || (!comment.is_empty() && chunk[pos..end].starts_with(comment)) {
+            if end == pos || (!comment.is_empty() && starts_with(&chunk[pos..end], comment)) {
                 pos = next;
                 continue;
             }
-            let flow = if any_bit(&masks.special, pos, end) {
+            let flow = if masks.any_special && any_bit(&masks.special, pos, end) {
                 match parse_record(&self.fmt, &chunk[..next], pos, &mut rec)? {
                     Parsed::Record { .. } => on_record(&mut rec)?,
                     Parsed::Skip { .. } => Flow::Continue,
@@ -143,6 +151,7 @@ where
     F: FnMut(&mut Record<'_>) -> Result<Flow>,
 {
     let mut rec = Record::new(chunk, &[]);
+    rec.set_ascii(chunk.is_ascii());
     let mut pos = 0;
     while pos < chunk.len() {
         match parse_record(fmt, chunk, pos, &mut rec)? {
@@ -158,13 +167,22 @@ where
     Ok(())
 }
 
+/// `hay.starts_with(prefix)` without a call to memcmp for the one-byte case.
+#[inline(always)]
+fn starts_with(hay: &[u8], prefix: &[u8]) -> bool {
+    match prefix {
+        [b] => hay.first() == Some(b),
+        _ => hay.starts_with(prefix),
+    }
+}
+
 /// Whether `mask` has a bit in `[from, to)`.
 #[inline]
 fn any_bit(mask: &[u64], from: usize, to: usize) -> bool {
     next_bit(mask, from, to).is_some()
 }
 
-/// Fills the three masks for `chunk`.
+/// Fills the masks for `chunk`.
 fn build_masks(chunk: &[u8], fmt: &CsvFormat, specials: &[u8], m: &mut Masks) {
     let words = chunk.len().div_ceil(64);
     for v in [&mut m.delim, &mut m.record, &mut m.special] {
@@ -175,86 +193,103 @@ fn build_masks(chunk: &[u8], fmt: &CsvFormat, specials: &[u8], m: &mut Masks) {
     let r = *fmt.record.last().unwrap_or(&b'\n');
     let (q, e) = match specials {
         [] => (None, None),
-        [q] => (Some(*q), None),
+        [q] => (Some(*q), Some(*q)),
         [q, e, ..] => (Some(*q), Some(*e)),
     };
     let (blocks, tail) = chunk.as_chunks::<64>();
-    let full = blocks.len();
-    for (w, block) in blocks.iter().enumerate() {
-        let (md, mr, ms) = block_masks(block, d, r, q, e);
-        m.delim[w] = md;
-        m.record[w] = mr;
-        m.special[w] = ms;
-    }
+    #[cfg(target_arch = "x86_64")]
+    let (mut high, mut special) = if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        unsafe { masks_avx2(blocks, d, r, q, e, m) }
+    } else {
+        masks_portable(blocks, d, r, q, e, m)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let (mut high, mut special) = masks_portable(blocks, d, r, q, e, m);
     if !tail.is_empty() {
+        let full = blocks.len();
         let (mut md, mut mr, mut ms) = (0u64, 0u64, 0u64);
         for (i, &b) in tail.iter().enumerate() {
             md |= ((b == d) as u64) << i;
             mr |= ((b == r) as u64) << i;
             ms |= ((Some(b) == q || Some(b) == e) as u64) << i;
+            high |= (b >= 0x80) as u64;
         }
         m.delim[full] = md;
         m.record[full] = mr;
         m.special[full] = ms;
+        special |= ms;
     }
+    m.ascii = high == 0;
+    m.any_special = special != 0;
 }
 
-/// The masks of one 64-byte block. SSE2 is part of x86-64, so no runtime detection is needed;
-/// other targets use the portable loop, which compilers vectorise reasonably.
-#[inline(always)]
-fn block_masks(
-    block: &[u8; 64],
+/// The masks of whole 64-byte blocks, one byte at a time; returns (any high bit, any special).
+fn masks_portable(
+    blocks: &[[u8; 64]],
     d: u8,
     r: u8,
     q: Option<u8>,
     e: Option<u8>,
-) -> (u64, u64, u64) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: SSE2 is always available on x86_64, and every load reads 16 bytes inside
-        // the 64-byte array.
-        unsafe { block_masks_sse2(block, d, r, q, e) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
+    m: &mut Masks,
+) -> (u64, u64) {
+    let (mut high, mut special) = (0u64, 0u64);
+    for (w, block) in blocks.iter().enumerate() {
         let (mut md, mut mr, mut ms) = (0u64, 0u64, 0u64);
         for (i, &b) in block.iter().enumerate() {
             md |= ((b == d) as u64) << i;
             mr |= ((b == r) as u64) << i;
             ms |= ((Some(b) == q || Some(b) == e) as u64) << i;
+            high |= (b >= 0x80) as u64;
         }
-        (md, mr, ms)
+        m.delim[w] = md;
+        m.record[w] = mr;
+        m.special[w] = ms;
+        special |= ms;
     }
+    (high, special)
 }
 
+/// The masks of whole 64-byte blocks with AVX2: two 32-byte compares per mask.
 #[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn block_masks_sse2(
-    block: &[u8; 64],
+#[target_feature(enable = "avx2")]
+unsafe fn masks_avx2(
+    blocks: &[[u8; 64]],
     d: u8,
     r: u8,
     q: Option<u8>,
     e: Option<u8>,
-) -> (u64, u64, u64) {
+    m: &mut Masks,
+) -> (u64, u64) {
     use std::arch::x86_64::*;
-    let vd = _mm_set1_epi8(d as i8);
-    let vr = _mm_set1_epi8(r as i8);
-    let (md, mr, ms) = (0u64, 0u64, 0u64);
-    let mut out = (md, mr, ms);
-    let p = block.as_ptr();
-    for i in 0..4 {
-        let v = _mm_loadu_si128(p.add(16 * i) as *const __m128i);
-        let bd = _mm_movemask_epi8(_mm_cmpeq_epi8(v, vd)) as u16 as u64;
-        let br = _mm_movemask_epi8(_mm_cmpeq_epi8(v, vr)) as u16 as u64;
-        out.0 |= bd << (16 * i);
-        out.1 |= br << (16 * i);
-        if let Some(q) = q {
-            let mut s = _mm_cmpeq_epi8(v, _mm_set1_epi8(q as i8));
-            if let Some(e) = e {
-                s = _mm_or_si128(s, _mm_cmpeq_epi8(v, _mm_set1_epi8(e as i8)));
-            }
-            out.2 |= (_mm_movemask_epi8(s) as u16 as u64) << (16 * i);
+    let vd = _mm256_set1_epi8(d as i8);
+    let vr = _mm256_set1_epi8(r as i8);
+    // Without quoting, compare against the delimiter again: it adds no bits we keep.
+    let vq = _mm256_set1_epi8(q.unwrap_or(d) as i8);
+    let ve = _mm256_set1_epi8(e.unwrap_or(d) as i8);
+    let quoting = q.is_some();
+    let mut high = _mm256_setzero_si256();
+    let mut special = 0u64;
+    let mask = |v: __m256i| _mm256_movemask_epi8(v) as u32 as u64;
+    for (w, block) in blocks.iter().enumerate() {
+        let p = block.as_ptr();
+        // SAFETY: both 32-byte loads are inside the 64-byte block.
+        let (lo, hi) = unsafe {
+            (
+                _mm256_loadu_si256(p as *const __m256i),
+                _mm256_loadu_si256(p.add(32) as *const __m256i),
+            )
+        };
+        high = _mm256_or_si256(high, _mm256_or_si256(lo, hi));
+        m.delim[w] = mask(_mm256_cmpeq_epi8(lo, vd)) | mask(_mm256_cmpeq_epi8(hi, vd)) << 32;
+        m.record[w] = mask(_mm256_cmpeq_epi8(lo, vr)) | mask(_mm256_cmpeq_epi8(hi, vr)) << 32;
+        if quoting {
+            let sl = _mm256_or_si256(_mm256_cmpeq_epi8(lo, vq), _mm256_cmpeq_epi8(lo, ve));
+            let sh = _mm256_or_si256(_mm256_cmpeq_epi8(hi, vq), _mm256_cmpeq_epi8(hi, ve));
+            let ms = mask(sl) | mask(sh) << 32;
+            m.special[w] = ms;
+            special |= ms;
         }
     }
-    out
+    (mask(high), special)
 }

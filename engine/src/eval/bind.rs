@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec};
 use crate::eval::func::Func;
 use crate::sql::ast::{
-    self, AggFunc, BinaryOp, ColumnRef, ColumnTarget, Expr, Ident, Literal, Projection, Query,
+    self, AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, Expr, Ident, Literal, Projection, Query,
     Source, UnaryOp,
 };
 use crate::sql::Dialect;
@@ -38,11 +38,7 @@ pub enum Output {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub filter: Option<CExpr>,
-    /// How many leading fields the filter reads (fields are split lazily up to this).
-    pub filter_width: usize,
     pub output: Output,
-    /// How many leading fields the projection (or the aggregates' arguments) read.
-    pub output_width: usize,
     /// Non-empty for an aggregate query; then `output` reads `CExpr::AggResult`s.
     pub aggs: Vec<AggSpec>,
     /// Output column names (JSON keys) for `Output::Exprs`.
@@ -130,22 +126,9 @@ pub fn bind(query: &Query, dialect: Dialect, header: Option<&[String]>) -> Resul
             (Output::Exprs(exprs), names)
         }
     };
-    let filter_width = filter.as_ref().map_or(0, width);
-    let output_width = match &output {
-        Output::Star => usize::MAX,
-        Output::Exprs(exprs) => {
-            let mut w = exprs.iter().map(width).max().unwrap_or(0);
-            for a in &b.aggs {
-                w = w.max(a.arg.as_ref().map_or(0, width));
-            }
-            w
-        }
-    };
     Ok(Plan {
         filter,
-        filter_width,
         output,
-        output_width,
         aggs: b.aggs,
         names,
         limit: query.limit,
@@ -170,26 +153,31 @@ fn output_name(item: &ast::SelectItem, index: usize) -> String {
     }
 }
 
-/// The number of leading fields an expression reads (highest field index + 1).
-pub fn width(e: &CExpr) -> usize {
-    let mut w = 0;
-    visit(e, &mut |x| {
-        if let CExpr::Field { index } | CExpr::EmptyAsNullCast { index, .. } = x {
-            w = w.max(index + 1);
-        }
-    });
-    w
-}
-
+/// Whether an expression reads any field of the record.
 fn references_fields(e: &CExpr) -> bool {
-    width(e) > 0
+    let mut any = false;
+    visit(e, &mut |x| {
+        any |= matches!(
+            x,
+            CExpr::Field { .. }
+                | CExpr::EmptyAsNullCast { .. }
+                | CExpr::IntFieldCmp { .. }
+                | CExpr::StrFieldCmp { .. }
+        );
+    });
+    any
 }
 
 fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
     f(e);
     let mut go = |c: &CExpr| visit(c, f);
     match e {
-        CExpr::Const(_) | CExpr::Field { .. } | CExpr::EmptyAsNullCast { .. } | CExpr::AggResult(_) => {}
+        CExpr::Const(_)
+        | CExpr::Field { .. }
+        | CExpr::EmptyAsNullCast { .. }
+        | CExpr::IntFieldCmp { .. }
+        | CExpr::StrFieldCmp { .. }
+        | CExpr::AggResult(_) => {}
         CExpr::Not(a) | CExpr::Neg(a) => go(a),
         CExpr::And(a, b)
         | CExpr::Or(a, b)
@@ -407,12 +395,12 @@ impl Binder<'_> {
                 match op {
                     BinaryOp::And => CExpr::And(l, r),
                     BinaryOp::Or => CExpr::Or(l, r),
-                    BinaryOp::Eq => CExpr::Cmp(CmpOp::Eq, l, r),
-                    BinaryOp::NotEq => CExpr::Cmp(CmpOp::NotEq, l, r),
-                    BinaryOp::Lt => CExpr::Cmp(CmpOp::Lt, l, r),
-                    BinaryOp::LtEq => CExpr::Cmp(CmpOp::LtEq, l, r),
-                    BinaryOp::Gt => CExpr::Cmp(CmpOp::Gt, l, r),
-                    BinaryOp::GtEq => CExpr::Cmp(CmpOp::GtEq, l, r),
+                    BinaryOp::Eq => specialise_cmp(CmpOp::Eq, l, r),
+                    BinaryOp::NotEq => specialise_cmp(CmpOp::NotEq, l, r),
+                    BinaryOp::Lt => specialise_cmp(CmpOp::Lt, l, r),
+                    BinaryOp::LtEq => specialise_cmp(CmpOp::LtEq, l, r),
+                    BinaryOp::Gt => specialise_cmp(CmpOp::Gt, l, r),
+                    BinaryOp::GtEq => specialise_cmp(CmpOp::GtEq, l, r),
                     BinaryOp::Add => CExpr::Arith(ArithOp::Add, l, r),
                     BinaryOp::Sub => CExpr::Arith(ArithOp::Sub, l, r),
                     BinaryOp::Mul => CExpr::Arith(ArithOp::Mul, l, r),
@@ -590,6 +578,58 @@ fn names_match(a: &Ident, name: &str, quoted: bool) -> bool {
         a.name == name
     } else {
         a.name.eq_ignore_ascii_case(name)
+    }
+}
+
+/// A comparison, specialised when one side reads a field and the other is a constant of the
+/// matching kind: the shapes Trino and Presto send for every pushed-down predicate.
+fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
+    let (op2, field, k) = match (l.as_ref(), r.as_ref()) {
+        (_, CExpr::Const(_)) => (op, l.as_ref(), r.as_ref()),
+        (CExpr::Const(_), _) => (op.flipped(), r.as_ref(), l.as_ref()),
+        _ => return CExpr::Cmp(op, l, r),
+    };
+    let CExpr::Const(k) = k else {
+        return CExpr::Cmp(op, l, r);
+    };
+    match (field, k) {
+        (
+            CExpr::EmptyAsNullCast {
+                index,
+                to: CastType::Int,
+                pos,
+            },
+            Value::Int(k),
+        ) => CExpr::IntFieldCmp {
+            index: *index,
+            op: op2,
+            k: *k,
+            empty_is_null: true,
+            pos: *pos,
+        },
+        (
+            CExpr::Cast {
+                expr,
+                to: CastType::Int,
+                pos,
+            },
+            Value::Int(k),
+        ) => match expr.as_ref() {
+            CExpr::Field { index } => CExpr::IntFieldCmp {
+                index: *index,
+                op: op2,
+                k: *k,
+                empty_is_null: false,
+                pos: *pos,
+            },
+            _ => CExpr::Cmp(op, l, r),
+        },
+        (CExpr::Field { index }, Value::Str(k)) => CExpr::StrFieldCmp {
+            index: *index,
+            op: op2,
+            k: k.as_ref().into(),
+        },
+        _ => CExpr::Cmp(op, l, r),
     }
 }
 

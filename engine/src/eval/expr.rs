@@ -15,6 +15,7 @@ use crate::eval::coerce::{self, compare, to_text};
 use crate::eval::func::Func;
 use crate::sql::ast::{CastType, DatePart, Pos, TrimSpec};
 use crate::value::like::LikePattern;
+use crate::value::numeric::parse_i64;
 use crate::value::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,24 @@ pub enum CExpr {
         index: usize,
         to: CastType,
         pos: Pos,
+    },
+    /// `field op k` for an integer constant, where the field is read as CAST(… AS INT) (and,
+    /// with `empty_is_null`, through Trino's empty-as-NULL CASE). The field's bytes are parsed
+    /// straight to an i64; anything that is not a plain integer goes through the general
+    /// path, so results and errors are those of the unspecialised expression.
+    IntFieldCmp {
+        index: usize,
+        op: CmpOp,
+        k: i64,
+        empty_is_null: bool,
+        pos: Pos,
+    },
+    /// `field op 'text'`: compares the field's bytes without building a value (UTF-8 byte
+    /// order is code point order).
+    StrFieldCmp {
+        index: usize,
+        op: CmpOp,
+        k: Box<str>,
     },
     /// The value of aggregate number `i` (only in an aggregate query's projection).
     AggResult(usize),
@@ -144,8 +163,8 @@ pub struct Row<'r, 'c> {
 /// Reads field `i` of the record as a string value (MISSING past the record's end).
 #[inline]
 pub fn field_value<'r>(record: &'r Record<'_>, i: usize) -> Result<Value<'r>> {
-    match record.field(i) {
-        Some(bytes) => match std::str::from_utf8(bytes) {
+    match record.field_str(i) {
+        Some(text) => match text {
             Ok(s) => Ok(Value::Str(Cow::Borrowed(s))),
             Err(_) => Err(err!(
                 InvalidTextEncoding,
@@ -194,6 +213,10 @@ impl CExpr {
                 }
             }
             CExpr::AggResult(i) => Ok(row.aggs.get(*i).cloned().unwrap_or(Value::Null)),
+            CExpr::IntFieldCmp { .. } | CExpr::StrFieldCmp { .. } => Ok(match self.test(row)? {
+                Some(b) => Value::Bool(b),
+                None => Value::Null,
+            }),
             CExpr::Not(e) => {
                 let v = e.eval(row)?;
                 Ok(bool_or_unknown(truth(&v)?.map(|b| !b)))
@@ -416,6 +439,41 @@ impl CExpr {
         }
     }
 
+    /// The specialised comparisons: `Some(bool)`, or `None` for unknown.
+    #[inline]
+    fn test(&self, row: &Row<'_, '_>) -> Result<Option<bool>> {
+        match self {
+            CExpr::IntFieldCmp {
+                index,
+                op,
+                k,
+                empty_is_null,
+                pos,
+            } => {
+                let Some(bytes) = row.record.field(*index) else {
+                    return Ok(None);
+                };
+                if bytes.is_empty() && *empty_is_null {
+                    return Ok(None);
+                }
+                let v = match parse_i64(bytes) {
+                    Some(v) => v,
+                    None => {
+                        // Decimals, spaces, garbage: the general CAST decides.
+                        let f = field_value(row.record, *index)?;
+                        coerce::cast_int(&f, *pos)?
+                    }
+                };
+                Ok(Some(apply(*op, v.cmp(k))))
+            }
+            CExpr::StrFieldCmp { index, op, k } => match row.record.field(*index) {
+                Some(bytes) => Ok(Some(apply(*op, bytes.cmp(k.as_bytes())))),
+                None => Ok(None),
+            },
+            other => truth(&other.eval(row)?),
+        }
+    }
+
     /// Evaluates a WHERE clause: only TRUE keeps the row.
     #[inline]
     pub fn matches(&self, row: &Row<'_, '_>) -> Result<bool> {
@@ -423,12 +481,38 @@ impl CExpr {
         // intermediate boolean values.
         match self {
             CExpr::And(a, b) => Ok(a.matches(row)? && b.matches(row)?),
+            CExpr::IntFieldCmp { .. } | CExpr::StrFieldCmp { .. } => Ok(self.test(row)? == Some(true)),
             CExpr::Cmp(op, a, b) => {
                 let l = a.eval(row)?;
                 let r = b.eval(row)?;
                 Ok(as_truth(compare_op(*op, &l, &r)) == Some(true))
             }
             _ => Ok(truth(&self.eval(row)?)? == Some(true)),
+        }
+    }
+}
+
+#[inline]
+fn apply(op: CmpOp, ord: Ordering) -> bool {
+    match op {
+        CmpOp::Eq => ord == Ordering::Equal,
+        CmpOp::NotEq => ord != Ordering::Equal,
+        CmpOp::Lt => ord == Ordering::Less,
+        CmpOp::LtEq => ord != Ordering::Greater,
+        CmpOp::Gt => ord == Ordering::Greater,
+        CmpOp::GtEq => ord != Ordering::Less,
+    }
+}
+
+impl CmpOp {
+    /// The operator with its operands swapped: `k < x` is `x > k`.
+    pub fn flipped(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::LtEq => CmpOp::GtEq,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::GtEq => CmpOp::LtEq,
+            other => other,
         }
     }
 }
@@ -457,14 +541,7 @@ pub fn compare_op(op: CmpOp, l: &Value<'_>, r: &Value<'_>) -> Value<'static> {
         return absent_of(l, r);
     }
     match compare(l, r) {
-        Some(ord) => Value::Bool(match op {
-            CmpOp::Eq => ord == Ordering::Equal,
-            CmpOp::NotEq => ord != Ordering::Equal,
-            CmpOp::Lt => ord == Ordering::Less,
-            CmpOp::LtEq => ord != Ordering::Greater,
-            CmpOp::Gt => ord == Ordering::Greater,
-            CmpOp::GtEq => ord != Ordering::Less,
-        }),
+        Some(ord) => Value::Bool(apply(op, ord)),
         None => match op {
             CmpOp::Eq if coerce::unrelated_types(l, r) => Value::Bool(false),
             CmpOp::NotEq if coerce::unrelated_types(l, r) => Value::Bool(true),
