@@ -1,1 +1,3 @@
+//! Benchmarks and benchmark data for Sift.
 
+pub mod data;
