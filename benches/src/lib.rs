@@ -1,3 +1,4 @@
-//! Benchmarks and benchmark data for Sift.
+//! Benchmark support: TPC-DS data generation and the engine's benchmark queries.
 
 pub mod data;
+pub mod queries;

@@ -112,10 +112,7 @@ impl<'c> Record<'c> {
         loop {
             let c = bits.count_ones() as usize;
             if k < c {
-                for _ in 0..k {
-                    bits &= bits - 1;
-                }
-                let pos = (word << 6) + bits.trailing_zeros() as usize;
+                let pos = (word << 6) + select_bit(bits, k as u32) as usize;
                 return (pos < end).then_some(pos);
             }
             k -= c;
@@ -215,6 +212,27 @@ impl<'c> Record<'c> {
     pub fn offset(&self) -> usize {
         self.start
     }
+}
+
+/// The position of the `k`-th (0-based) set bit of `bits`, which has more than `k` set.
+#[inline]
+fn select_bit(mut bits: u64, k: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if k > 1 && std::arch::is_x86_feature_detected!("bmi2") {
+        // SAFETY: the CPU supports BMI2, checked just above.
+        return unsafe { select_bit_bmi2(bits, k) };
+    }
+    for _ in 0..k {
+        bits &= bits - 1;
+    }
+    bits.trailing_zeros()
+}
+
+/// PDEP deposits a single bit at the position of the `k`-th set bit of `bits`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+fn select_bit_bmi2(bits: u64, k: u32) -> u32 {
+    std::arch::x86_64::_pdep_u64(1u64 << k, bits).trailing_zeros()
 }
 
 /// The first set bit of `mask` at a position in `[from, limit)`.

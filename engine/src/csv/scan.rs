@@ -184,10 +184,13 @@ fn any_bit(mask: &[u64], from: usize, to: usize) -> bool {
 
 /// Fills the masks for `chunk`.
 fn build_masks(chunk: &[u8], fmt: &CsvFormat, specials: &[u8], m: &mut Masks) {
+    // Every word is overwritten below (the special mask only when there is a quote byte to
+    // look for; otherwise `any_special` keeps it unread), so no zeroing is needed.
     let words = chunk.len().div_ceil(64);
     for v in [&mut m.delim, &mut m.record, &mut m.special] {
-        v.clear();
-        v.resize(words, 0);
+        if v.len() < words {
+            v.resize(words, 0);
+        }
     }
     let d = fmt.field[0];
     let r = *fmt.record.last().unwrap_or(&b'\n');

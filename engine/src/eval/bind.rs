@@ -393,7 +393,7 @@ impl Binder<'_> {
                 let l = self.boxed(left)?;
                 let r = self.boxed(right)?;
                 match op {
-                    BinaryOp::And => CExpr::And(l, r),
+                    BinaryOp::And => merge_and(l, r),
                     BinaryOp::Or => CExpr::Or(l, r),
                     BinaryOp::Eq => specialise_cmp(CmpOp::Eq, l, r),
                     BinaryOp::NotEq => specialise_cmp(CmpOp::NotEq, l, r),
@@ -581,6 +581,39 @@ fn names_match(a: &Ident, name: &str, quoted: bool) -> bool {
     }
 }
 
+/// `a AND b`, with integer comparisons of one field merged into one node (Trino's ranges).
+///
+/// Merging is exact: both nodes read the field the same way, and a row for which either is
+/// unknown (an empty or missing field) is unknown or false for both.
+fn merge_and(l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
+    if let (
+        CExpr::IntFieldCmp {
+            index: i1,
+            conds: c1,
+            empty_is_null: e1,
+            pos,
+        },
+        CExpr::IntFieldCmp {
+            index: i2,
+            conds: c2,
+            empty_is_null: e2,
+            ..
+        },
+    ) = (l.as_ref(), r.as_ref())
+    {
+        if i1 == i2 && e1 == e2 {
+            let conds: Vec<_> = c1.iter().chain(c2.iter()).copied().collect();
+            return CExpr::IntFieldCmp {
+                index: *i1,
+                conds: conds.into(),
+                empty_is_null: *e1,
+                pos: *pos,
+            };
+        }
+    }
+    CExpr::And(l, r)
+}
+
 /// A comparison, specialised when one side reads a field and the other is a constant of the
 /// matching kind: the shapes Trino and Presto send for every pushed-down predicate.
 fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
@@ -602,8 +635,7 @@ fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
             Value::Int(k),
         ) => CExpr::IntFieldCmp {
             index: *index,
-            op: op2,
-            k: *k,
+            conds: Box::new([(op2, *k)]),
             empty_is_null: true,
             pos: *pos,
         },
@@ -617,8 +649,7 @@ fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
         ) => match expr.as_ref() {
             CExpr::Field { index } => CExpr::IntFieldCmp {
                 index: *index,
-                op: op2,
-                k: *k,
+                conds: Box::new([(op2, *k)]),
                 empty_is_null: false,
                 pos: *pos,
             },

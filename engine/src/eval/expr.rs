@@ -68,8 +68,8 @@ pub enum CExpr {
     /// path, so results and errors are those of the unspecialised expression.
     IntFieldCmp {
         index: usize,
-        op: CmpOp,
-        k: i64,
+        /// All must hold: `x >= lo AND x <= hi` is one node, so the field is parsed once.
+        conds: Box<[(CmpOp, i64)]>,
         empty_is_null: bool,
         pos: Pos,
     },
@@ -445,8 +445,7 @@ impl CExpr {
         match self {
             CExpr::IntFieldCmp {
                 index,
-                op,
-                k,
+                conds,
                 empty_is_null,
                 pos,
             } => {
@@ -464,7 +463,7 @@ impl CExpr {
                         coerce::cast_int(&f, *pos)?
                     }
                 };
-                Ok(Some(apply(*op, v.cmp(k))))
+                Ok(Some(conds.iter().all(|(op, k)| apply(*op, v.cmp(k)))))
             }
             CExpr::StrFieldCmp { index, op, k } => match row.record.field(*index) {
                 Some(bytes) => Ok(Some(apply(*op, bytes.cmp(k.as_bytes())))),

@@ -1,0 +1,106 @@
+//! Engine throughput against `wc -l` on the same file, measured in one run so that the ratio
+//! holds on any machine.
+//!
+//! `engine-throughput [--file bench-data/store_sales_sf1.dat] [--runs 5]` generates the file
+//! if it is missing, then prints, for each benchmark query and thread count, the best GB/s
+//! (in memory, and whole-process through `sift select` when the binary is next to this one)
+//! and its ratio to `wc -l`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use sift_benches::{data, queries};
+use sift_engine::{Select, Sink, SliceSource};
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// Runs per measurement; the best is kept.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+}
+
+struct CountSink(u64);
+
+impl Sink for CountSink {
+    fn write(&mut self, data: &[u8]) -> sift_engine::Result<()> {
+        self.0 += data.len() as u64;
+        Ok(())
+    }
+}
+
+fn best(runs: usize, mut f: impl FnMut()) -> Duration {
+    (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+fn gbps(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e9
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let file = match args.file {
+        Some(f) => f,
+        None => data::generate_table("store_sales", 1.0, Path::new("bench-data"))?,
+    };
+    let input = std::fs::read(&file)?;
+    let n = input.len();
+    let wc = best(args.runs, || {
+        let _ = Command::new("wc")
+            .arg("-l")
+            .arg(&file)
+            .env("LC_ALL", "C")
+            .stdout(Stdio::null())
+            .status();
+    });
+    let wc_gbps = gbps(n, wc);
+    println!("file: {} ({n} bytes)", file.display());
+    println!("wc -l: {wc_gbps:.2} GB/s");
+    println!("| query | threads | in-memory GB/s | ratio to wc -l | sift select GB/s | ratio to wc -l |");
+    println!("|---|---|---|---|---|---|");
+    let sift = std::env::current_exe()?.with_file_name("sift");
+    for (name, sql) in queries::QUERIES {
+        for threads in [1, 2] {
+            let select = Select::new(queries::dsdgen_request(sql))?.with_threads(threads);
+            let d = best(args.runs, || {
+                let mut sink = CountSink(0);
+                if let Err(e) = select.run(&SliceSource(&input), &mut sink) {
+                    eprintln!("{name}: {e}");
+                }
+            });
+            let mem = gbps(n, d);
+            let process = if sift.exists() {
+                let d = best(args.runs, || {
+                    let _ = Command::new(&sift)
+                        .args(["select", "--field-delimiter", "|", "--comments", "\u{FDD0}"])
+                        .arg("--threads")
+                        .arg(threads.to_string())
+                        .arg("--file")
+                        .arg(&file)
+                        .arg(sql)
+                        .stdout(Stdio::null())
+                        .status();
+                });
+                let g = gbps(n, d);
+                format!("{g:.2} | {:.2}", g / wc_gbps)
+            } else {
+                "- | -".to_string()
+            };
+            println!(
+                "| {name} | {threads} | {mem:.2} | {:.2} | {process} |",
+                mem / wc_gbps
+            );
+        }
+    }
+    Ok(())
+}

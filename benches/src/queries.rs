@@ -1,0 +1,30 @@
+//! The queries the engine's speed targets are stated for, over TPC-DS store_sales in dsdgen
+//! format (`|`-delimited, trailing `|`, no header).
+
+use sift_engine::{CsvInput, InputSerialization, SelectRequest};
+
+/// The q28-shaped filter Trino 405 pushes down: three columns of the rows whose
+/// ss_quantity (column 11) lies in 0..=5, about 5% of store_sales.
+pub const Q28_FILTER: &str = "SELECT s._12, s._13, s._20 FROM S3Object s WHERE ((case s._11 when '' then null else CAST(s._11 AS INT) end >= 0 AND case s._11 when '' then null else CAST(s._11 AS INT) end <= 5))";
+
+/// A projection of three columns of every row.
+pub const PROJECTION: &str = "SELECT s._1, s._3, s._14 FROM S3Object s";
+
+/// The benchmark queries with their names.
+pub const QUERIES: [(&str, &str); 2] = [("q28_filter", Q28_FILTER), ("projection", PROJECTION)];
+
+/// A request over dsdgen data as Trino sends it: `|` fields, U+FDD0 as the comment marker.
+pub fn dsdgen_request(sql: &str) -> SelectRequest {
+    SelectRequest {
+        sql: sql.into(),
+        input: InputSerialization {
+            csv: CsvInput {
+                field_delimiter: "|".into(),
+                comments: "\u{FDD0}".into(),
+                ..CsvInput::default()
+            },
+            ..InputSerialization::default()
+        },
+        ..SelectRequest::default()
+    }
+}
