@@ -186,7 +186,7 @@ fn quoted(rest: &str) -> Result<Vec<u8>, String> {
 
 fn hex(rest: &str) -> Result<Vec<u8>, String> {
     let digits: String = rest.chars().filter(|c| !c.is_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     (0..digits.len())
