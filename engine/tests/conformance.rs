@@ -38,7 +38,8 @@
 //! The `sql:` line may contain `{{N*text}}`, replaced by `text` repeated N times (for
 //! ExpressionTooLong and long IN lists).
 //!
-//! Stats lines: `bytes-scanned: N`, `bytes-processed: N`, `bytes-returned: N`.
+//! Stats lines: `bytes-scanned: N`, `bytes-processed: N`, `bytes-returned: N`; instead of N,
+//! `input-size` stands for the size of the object as the runner built it (after compression).
 //!
 //! ## Options
 //!
@@ -326,11 +327,21 @@ fn block(lines: &mut Vec<String>) -> Vec<u8> {
 
 const STATS_KEYS: [&str; 3] = ["bytes-scanned", "bytes-processed", "bytes-returned"];
 
+/// Marks a stats expectation of `input-size`.
+const INPUT_SIZE: u64 = u64::MAX;
+
+fn stats_value(v: &str) -> Option<u64> {
+    match v.trim() {
+        "input-size" => Some(INPUT_SIZE),
+        n => n.parse().ok(),
+    }
+}
+
 fn is_stats_line(l: &str) -> bool {
     STATS_KEYS.iter().any(|k| {
         l.strip_prefix(k)
             .and_then(|r| r.strip_prefix(':'))
-            .is_some_and(|r| r.trim().parse::<u64>().is_ok())
+            .is_some_and(|r| stats_value(r).is_some())
     })
 }
 
@@ -569,10 +580,7 @@ fn parse_file(path: &Path) -> Result<Vec<Case>, String> {
                     b.expect = Some(Expect::Ok);
                 }
                 k if STATS_KEYS.contains(&k) => {
-                    let v = rest
-                        .trim()
-                        .parse()
-                        .map_err(|_| format!("{k}: bad number"))?;
+                    let v = stats_value(rest).ok_or(format!("{k}: bad number"))?;
                     b.stats.push((k.to_string(), v));
                 }
                 other => return Err(format!("unknown directive {other:?}")),
@@ -656,6 +664,11 @@ fn run_one(case: &Case, threads: usize, chunk: Option<usize>) -> Result<(), Stri
 
 fn check_stats(case: &Case, stats: &Stats) -> Result<(), String> {
     for (k, want) in &case.stats {
+        let want = if *want == INPUT_SIZE {
+            &(case.input.len() as u64)
+        } else {
+            want
+        };
         let got = match k.as_str() {
             "bytes-scanned" => stats.bytes_scanned,
             "bytes-processed" => stats.bytes_processed,
