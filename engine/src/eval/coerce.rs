@@ -199,8 +199,9 @@ pub fn cast_int(v: &Value<'_>, pos: Pos) -> Result<i64> {
         }),
         Value::Float(f) => {
             let t = f.trunc();
-            if t.is_finite() && t >= -9.223_372_036_854_775_808e18 && t < 9.223_372_036_854_775_808e18
-            {
+            // [-2^63, 2^63): both bounds are exact in f64.
+            let min = i64::MIN as f64;
+            if (min..-min).contains(&t) {
                 Ok(t as i64)
             } else {
                 Err(err!(IntegerOverflow, "{f} does not fit in a 64-bit INT (at {pos})"))

@@ -78,7 +78,9 @@ impl Func {
         }
         match self {
             Func::CharLength => Ok(Value::Int(strings::char_length(&string_arg(
-                &args[0], "CHAR_LENGTH", pos,
+                &args[0],
+                "CHAR_LENGTH",
+                pos,
             )?))),
             Func::Lower => Ok(Value::Str(Cow::Owned(
                 string_arg(&args[0], "LOWER", pos)?.to_lowercase(),
@@ -103,8 +105,14 @@ impl Func {
             Func::NullIf => {
                 let b = args.pop().unwrap_or(Value::Null);
                 let a = args.pop().unwrap_or(Value::Null);
-                let eq = crate::eval::expr::compare_op(crate::eval::expr::CmpOp::Eq, &a, &b);
-                Ok(if eq == Value::Bool(true) { Value::Null } else { a })
+                // AWS documents NULLIF(1, '1') as 1 and NULLIF(1.0, 1) as null: NULLIF
+                // compares with typed equality, so a string never equals a non-string here,
+                // unlike `=` where a CSV string meets a number as a number.
+                let mixed = matches!(a, Value::Str(_)) != matches!(b, Value::Str(_));
+                let eq = !mixed
+                    && crate::eval::expr::compare_op(crate::eval::expr::CmpOp::Eq, &a, &b)
+                        == Value::Bool(true);
+                Ok(if eq { Value::Null } else { a })
             }
             Func::ToString => {
                 let ts = coerce::to_timestamp_arg(args[0].clone(), "TO_STRING", pos)?;
@@ -133,5 +141,26 @@ fn string_arg<'v>(v: &'v Value<'_>, func: &str, pos: Pos) -> Result<Cow<'v, str>
             other.type_name(),
             display_for_error(other)
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nullif(a: Value<'static>, b: Value<'static>) -> Value<'static> {
+        Func::NullIf.call(vec![a, b], Pos::default()).unwrap()
+    }
+
+    #[test]
+    fn nullif_follows_the_aws_examples() {
+        let s = |t: &'static str| Value::Str(Cow::Borrowed(t));
+        assert_eq!(nullif(Value::Int(1), Value::Int(1)), Value::Null);
+        assert_eq!(nullif(Value::Int(1), Value::Int(2)), Value::Int(1));
+        assert_eq!(nullif(Value::Int(1), s("1")), Value::Int(1));
+        assert_eq!(nullif(s("1"), Value::Int(1)), s("1"));
+        assert_eq!(nullif(s("a"), s("a")), Value::Null);
+        assert_eq!(nullif(Value::Int(1), Value::Null), Value::Int(1));
+        assert_eq!(nullif(Value::Null, Value::Int(1)), Value::Null);
     }
 }

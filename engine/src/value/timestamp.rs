@@ -477,7 +477,8 @@ impl Timestamp {
     /// `EvaluatorInvalidTimestampFormatPattern`. Fields render as java.time does (which
     /// formats for that implementation): `y` unpadded, `yy` two digits, `yyy`/`yyyy` padded;
     /// `MMMMM` the month's first letter; `S…` the fraction truncated; `n` nanoseconds; `X…`
-    /// offsets with `Z` for zero, `x…` with `+00`. Date-only and unknown-offset values
+    /// offsets with `Z` for zero, `x…` with `+00`, except that one `X` prints `+HHmm` as AWS
+    /// documents (`+0800`), not java.time's `+HH`. Date-only and unknown-offset values
     /// format at UTC.
     pub fn to_string_with(&self, pattern: &str) -> Result<String, SelectError> {
         let l = self.local();
@@ -582,7 +583,10 @@ impl Timestamp {
                             if off == 0 {
                                 out.push('Z');
                             } else {
-                                write_offset(&mut out, off, n);
+                                // AWS documents a single X as `+0800` for +08:00
+                                // (TO_STRING examples on the Date functions page), where
+                                // java.time would print `+08`: one X is written like XX.
+                                write_offset(&mut out, off, n.max(2));
                             }
                         }
                         ('x', 1..=5) => write_offset(&mut out, off, n),
@@ -928,6 +932,10 @@ mod tests {
         );
         let p8 = "1969-07-20T20:18+08:00";
         assert_eq!(
+            fmt_with(p8, "y-MM-dd'T'H:m:ssX"),
+            Ok("1969-07-20T20:18:00+0800".into())
+        );
+        assert_eq!(
             fmt_with(p8, "y-MM-dd'T'H:m:ssXXXX"),
             Ok("1969-07-20T20:18:00+0800".into())
         );
@@ -971,7 +979,7 @@ mod tests {
             Ok("-0708 -0708 -07:08 -0708 -07:08".into())
         );
         let p7 = "2007-02-03T04:05+07:00";
-        assert_eq!(fmt_with(p7, "X XX XXX"), Ok("+07 +0700 +07:00".into()));
+        assert_eq!(fmt_with(p7, "X XX XXX"), Ok("+0700 +0700 +07:00".into()));
         assert_eq!(fmt_with(p7, "x xx xxx"), Ok("+07 +0700 +07:00".into()));
         let z = "2007-02-03T04:05Z";
         assert_eq!(fmt_with(z, "X XX XXX XXXX XXXXX"), Ok("Z Z Z Z Z".into()));
