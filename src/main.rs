@@ -1,5 +1,6 @@
 //! `sift`: the command line of the Sift project.
 
+mod demo_cmd;
 mod select_cmd;
 
 use std::process::ExitCode;
@@ -20,12 +21,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an S3 Select query over a local file and print the result.
-    Select(select_cmd::SelectArgs),
+    Select(Box<select_cmd::SelectArgs>),
+    /// Generate TPC-DS store_sales and show what pushdown saves on Trino's scans.
+    Demo(demo_cmd::DemoArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Select(args) => select_cmd::run(args),
+        Command::Select(args) => select_cmd::run(*args),
+        Command::Demo(args) => demo_cmd::run(args),
     }
 }

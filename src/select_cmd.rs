@@ -146,7 +146,10 @@ struct StdoutSink(io::BufWriter<io::StdoutLock<'static>>);
 impl Sink for StdoutSink {
     fn write(&mut self, data: &[u8]) -> sift_engine::Result<()> {
         self.0.write_all(data).map_err(|e| {
-            SelectError::new(sift_engine::ErrorCode::InternalError, format!("stdout: {e}"))
+            SelectError::new(
+                sift_engine::ErrorCode::InternalError,
+                format!("stdout: {e}"),
+            )
         })
     }
 }
@@ -200,7 +203,11 @@ fn build_request(args: &SelectArgs) -> Result<SelectRequest, String> {
             },
         },
         output,
-        scan_range: args.scan_range.as_deref().map(parse_scan_range).transpose()?,
+        scan_range: args
+            .scan_range
+            .as_deref()
+            .map(parse_scan_range)
+            .transpose()?,
     })
 }
 

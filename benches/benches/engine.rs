@@ -6,8 +6,9 @@
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sift_benches::{data, queries};
+use sift_benches::queries;
 use sift_engine::{Select, Sink, SliceSource};
+use sift_tpcds::data;
 
 /// Counts output bytes without keeping them.
 struct CountSink(u64);
@@ -38,7 +39,9 @@ fn engine(c: &mut Criterion) {
             group.bench_function(format!("{name}/threads={threads}"), |b| {
                 b.iter(|| {
                     let mut sink = CountSink(0);
-                    select.run(&SliceSource(&input), &mut sink).expect("select runs");
+                    select
+                        .run(&SliceSource(&input), &mut sink)
+                        .expect("select runs");
                     sink.0
                 })
             });

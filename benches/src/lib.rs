@@ -1,4 +1,3 @@
-//! Benchmark support: TPC-DS data generation and the engine's benchmark queries.
+//! Benchmark support: the engine's benchmark queries.
 
-pub mod data;
 pub mod queries;

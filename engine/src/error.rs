@@ -118,7 +118,9 @@ impl ErrorCode {
             ParseExpectedIdentForAlias => "ParseExpectedIdentForAlias",
             ParseExpectedKeyword => "ParseExpectedKeyword",
             ParseExpectedLeftParenAfterCast => "ParseExpectedLeftParenAfterCast",
-            ParseExpectedLeftParenBuiltinFunctionCall => "ParseExpectedLeftParenBuiltinFunctionCall",
+            ParseExpectedLeftParenBuiltinFunctionCall => {
+                "ParseExpectedLeftParenBuiltinFunctionCall"
+            }
             ParseExpectedNumber => "ParseExpectedNumber",
             ParseExpectedRightParenBuiltinFunctionCall => {
                 "ParseExpectedRightParenBuiltinFunctionCall"

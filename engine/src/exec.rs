@@ -83,7 +83,10 @@ impl Select {
                 ));
             }
             if r.start.is_none() && r.end.is_none() {
-                return Err(err!(InvalidScanRange, "ScanRange must name a Start or an End"));
+                return Err(err!(
+                    InvalidScanRange,
+                    "ScanRange must name a Start or an End"
+                ));
             }
         }
         Ok(Select {
@@ -143,7 +146,10 @@ impl Select {
         } else {
             let raw = source.open(open_at).map_err(open_error)?;
             let counted = Counting::new(raw, scanned.clone());
-            let decoded = Counting::new(decompress(Box::new(counted), compression), processed.clone());
+            let decoded = Counting::new(
+                decompress(Box::new(counted), compression),
+                processed.clone(),
+            );
             Some(Chunker::new(
                 decoded,
                 self.format.clone(),
@@ -180,7 +186,10 @@ impl Select {
         let stats_now = |returned: u64, chunker_consumed: Option<u64>| {
             let (s, p) = match (ranged, chunker_consumed) {
                 (true, Some(c)) => (c, c),
-                _ => (scanned.load(Ordering::Relaxed), processed.load(Ordering::Relaxed)),
+                _ => (
+                    scanned.load(Ordering::Relaxed),
+                    processed.load(Ordering::Relaxed),
+                ),
             };
             Stats {
                 bytes_scanned: s,
@@ -191,7 +200,11 @@ impl Select {
 
         let mut consumed = None;
         if let Some(chunker) = chunker.take() {
-            let limit = if plan.is_aggregate() { None } else { plan.limit };
+            let limit = if plan.is_aggregate() {
+                None
+            } else {
+                plan.limit
+            };
             let mut emit = |out: &mut ChunkOut, sink: &mut dyn Sink| -> Result<bool> {
                 // Returns whether to go on.
                 for (acc, part) in aggs.iter_mut().zip(out.aggs.drain(..)) {
@@ -254,11 +267,7 @@ impl Select {
         let mut out = ChunkOut::new(ctx.plan);
         let mut rows_before = 0;
         let mut returned = 0;
-        loop {
-            let chunk = match chunker.next_chunk(buf)? {
-                Ok(c) => c,
-                Err(_) => break,
-            };
+        while let Ok(chunk) = chunker.next_chunk(buf)? {
             out.reset(ctx.plan, rows_before);
             process_chunk(ctx, &mut scanner, chunk.bytes(), &mut out)?;
             rows_before += out.rows;
@@ -406,7 +415,10 @@ fn open_error(e: std::io::Error) -> SelectError {
     if inner.code == ErrorCode::TruncatedInput {
         return inner;
     }
-    SelectError::new(inner.code, format!("opening the object failed: {}", inner.message))
+    SelectError::new(
+        inner.code,
+        format!("opening the object failed: {}", inner.message),
+    )
 }
 
 /// What a chunk produced.
@@ -450,9 +462,18 @@ struct Ctx<'a> {
 }
 
 /// Filters and projects every record of one chunk.
-fn process_chunk(ctx: &Ctx<'_>, scanner: &mut Scanner, chunk: &[u8], out: &mut ChunkOut) -> Result<()> {
+fn process_chunk(
+    ctx: &Ctx<'_>,
+    scanner: &mut Scanner,
+    chunk: &[u8],
+    out: &mut ChunkOut,
+) -> Result<()> {
     let plan = ctx.plan;
-    let limit = if plan.is_aggregate() { None } else { plan.limit };
+    let limit = if plan.is_aggregate() {
+        None
+    } else {
+        plan.limit
+    };
     let row_cap = limit.map(|l| l.saturating_sub(out.rows_before));
     let mut names: Vec<String> = Vec::new();
     scanner.scan(chunk, |rec: &mut Record<'_>| {
@@ -501,8 +522,14 @@ fn star_name<'n>(header: &'n [String], names: &'n mut Vec<String>, i: usize) -> 
     &names[i]
 }
 
-fn write_row(ctx: &Ctx<'_>, row: &Row<'_, '_>, out: &mut Vec<u8>, names: &mut Vec<String>) -> Result<()> {
+fn write_row(
+    ctx: &Ctx<'_>,
+    row: &Row<'_, '_>,
+    out: &mut Vec<u8>,
+    names: &mut Vec<String>,
+) -> Result<()> {
     let w = ctx.writer;
+    let row_start = out.len();
     w.begin_row(out);
     match &ctx.plan.output {
         Output::Star => {
@@ -539,6 +566,13 @@ fn write_row(ctx: &Ctx<'_>, row: &Row<'_, '_>, out: &mut Vec<u8>, names: &mut Ve
         }
     }
     w.end_row(out);
+    if out.len() - row_start > crate::csv::MAX_RECORD_BYTES {
+        return Err(err!(
+            OverMaxRecordSize,
+            "a result record is {} bytes, over the 1 MiB limit",
+            out.len() - row_start
+        ));
+    }
     Ok(())
 }
 

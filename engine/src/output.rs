@@ -9,14 +9,14 @@ use crate::value::Value;
 /// Writes rows into an output buffer.
 #[derive(Debug, Clone)]
 pub enum RowWriter {
-    Csv(CsvWriter),
+    Csv(Box<CsvWriter>),
     Json(JsonWriter),
 }
 
 impl RowWriter {
     pub fn new(out: &OutputSerialization) -> Result<Self> {
         Ok(match out {
-            OutputSerialization::Csv(c) => RowWriter::Csv(CsvWriter::new(c)?),
+            OutputSerialization::Csv(c) => RowWriter::Csv(Box::new(CsvWriter::new(c)?)),
             OutputSerialization::Json(j) => RowWriter::Json(JsonWriter::new(j)?),
         })
     }
@@ -84,8 +84,12 @@ impl CsvWriter {
         let field = option_bytes(&c.field_delimiter, "output FieldDelimiter", false, 1)?;
         let record = option_bytes(&c.record_delimiter, "output RecordDelimiter", false, 2)?;
         let quote = option_bytes(&c.quote_character, "output QuoteCharacter", true, 1)?;
-        let mut escape =
-            option_bytes(&c.quote_escape_character, "output QuoteEscapeCharacter", true, 1)?;
+        let mut escape = option_bytes(
+            &c.quote_escape_character,
+            "output QuoteEscapeCharacter",
+            true,
+            1,
+        )?;
         if escape.is_empty() {
             escape = quote.clone();
         }

@@ -150,7 +150,12 @@ impl ScanRange {
     /// beyond its end).
     pub fn resolve(&self, object_size: Option<u64>) -> Result<Option<(u64, u64)>> {
         let (first, last) = match (self.start, self.end) {
-            (None, None) => return Err(err!(InvalidScanRange, "ScanRange must name a Start or an End")),
+            (None, None) => {
+                return Err(err!(
+                    InvalidScanRange,
+                    "ScanRange must name a Start or an End"
+                ))
+            }
             (Some(s), None) => (s, u64::MAX),
             (Some(s), Some(e)) => {
                 if e < s {

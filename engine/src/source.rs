@@ -61,7 +61,9 @@ impl ObjectSource for SliceSource<'_> {
     }
 
     fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.0.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.0.len());
         Ok(Box::new(&self.0[start..]))
     }
 }
@@ -93,7 +95,10 @@ impl<R: Read + Send> ObjectSource for StreamSource<R> {
             .map_err(|_| io::Error::other("stream source lock poisoned"))?
             .take();
         let mut r = taken.ok_or_else(|| {
-            io::Error::new(io::ErrorKind::Unsupported, "this stream can be read only once")
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this stream can be read only once",
+            )
         })?;
         // Forward-only: skip to the offset.
         io::copy(&mut (&mut r).take(offset), &mut io::sink())?;

@@ -11,8 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use sift_benches::{data, queries};
+use sift_benches::queries;
 use sift_engine::{Select, Sink, SliceSource};
+use sift_tpcds::data;
 
 #[derive(Parser)]
 struct Args {
@@ -66,7 +67,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let wc_gbps = gbps(n, wc);
     println!("file: {} ({n} bytes)", file.display());
     println!("wc -l: {wc_gbps:.2} GB/s");
-    println!("| query | threads | in-memory GB/s | ratio to wc -l | sift select GB/s | ratio to wc -l |");
+    println!(
+        "| query | threads | in-memory GB/s | ratio to wc -l | sift select GB/s | ratio to wc -l |"
+    );
     println!("|---|---|---|---|---|---|");
     let sift = std::env::current_exe()?.with_file_name("sift");
     for (name, sql) in queries::QUERIES {

@@ -134,7 +134,10 @@ impl<R: Read> Chunker<R> {
         self.pending.reserve(want.saturating_sub(self.pending.len));
         while !self.eof && self.pending.len < want {
             let end = self.pending.data.len();
-            match self.reader.read(&mut self.pending.data[self.pending.len..end]) {
+            match self
+                .reader
+                .read(&mut self.pending.data[self.pending.len..end])
+            {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.pending.len += n,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

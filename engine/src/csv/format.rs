@@ -27,8 +27,12 @@ impl CsvFormat {
         let field = option_bytes(&input.field_delimiter, "FieldDelimiter", false, 1)?;
         let record = option_bytes(&input.record_delimiter, "RecordDelimiter", false, 2)?;
         let quote = option_bytes(&input.quote_character, "QuoteCharacter", true, 1)?;
-        let mut escape =
-            option_bytes(&input.quote_escape_character, "QuoteEscapeCharacter", true, 1)?;
+        let mut escape = option_bytes(
+            &input.quote_escape_character,
+            "QuoteEscapeCharacter",
+            true,
+            1,
+        )?;
         let comment = option_bytes(&input.comments, "Comments", true, 1)?;
         if escape.is_empty() {
             escape = quote.clone();

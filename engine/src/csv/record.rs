@@ -57,8 +57,8 @@ pub struct Record<'c> {
     scratch: Vec<u8>,
     /// The last field located in a chunk record: (field index, its start, its end).
     cursor: Cell<(usize, usize, usize)>,
-    /// The chunk is all ASCII, so every field is valid UTF-8 without checking.
-    ascii: bool,
+    /// The chunk was checked to be valid UTF-8, so every field is too.
+    utf8: bool,
 }
 
 impl<'c> Record<'c> {
@@ -72,14 +72,14 @@ impl<'c> Record<'c> {
             spans: Vec::with_capacity(64),
             scratch: Vec::new(),
             cursor: Cell::new((usize::MAX, 0, 0)),
-            ascii: false,
+            utf8: false,
         }
     }
 
-    /// Declares that the whole chunk is ASCII (checked by the caller), which lets
-    /// [`Record::field_str`] skip UTF-8 validation.
-    pub(crate) fn set_ascii(&mut self, ascii: bool) {
-        self.ascii = ascii;
+    /// Declares that the whole chunk is valid UTF-8 (checked by the caller), which lets
+    /// [`Record::field_str`] skip validation.
+    pub(crate) fn set_utf8(&mut self, valid: bool) {
+        self.utf8 = valid;
     }
 
     /// Points the record at `chunk[start..end]`, to be split on the delimiter mask.
@@ -168,10 +168,10 @@ impl<'c> Record<'c> {
     #[inline]
     pub fn field_str(&self, i: usize) -> Option<Result<&str, std::str::Utf8Error>> {
         let bytes = self.field(i)?;
-        if self.ascii {
-            // SAFETY: `ascii` is only set for chunks whose every byte is below 0x80, and
-            // `scratch` only ever holds bytes copied from the chunk, so any slice of either
-            // is ASCII and therefore valid UTF-8.
+        if self.utf8 {
+            // SAFETY: `utf8` is only set for chunks that are valid UTF-8. Fields are cut at
+            // delimiters, which are whole characters, and `scratch` holds the chunk's bytes
+            // minus whole quote characters, so every field is valid UTF-8 too.
             Some(Ok(unsafe { std::str::from_utf8_unchecked(bytes) }))
         } else {
             Some(std::str::from_utf8(bytes))
@@ -315,7 +315,8 @@ pub(crate) fn parse_record(
                     "a quoted field opened in the record at input offset {pos} is never closed"
                 ));
             }
-            rec.spans.push((field_start as u32, rec.scratch.len() as u32));
+            rec.spans
+                .push((field_start as u32, rec.scratch.len() as u32));
             rec.end = n;
             return Ok(Parsed::Record { next: n });
         }
@@ -371,16 +372,16 @@ pub(crate) fn parse_record(
         }
         // Unquoted text: delimiters end fields and records.
         if rest.starts_with(&fmt.field) {
-            rec.spans.push((field_start as u32, rec.scratch.len() as u32));
+            rec.spans
+                .push((field_start as u32, rec.scratch.len() as u32));
             field_start = rec.scratch.len();
             i += fmt.field.len();
             st = St::Start;
         } else if rest.starts_with(rd) {
-            rec.spans.push((field_start as u32, rec.scratch.len() as u32));
+            rec.spans
+                .push((field_start as u32, rec.scratch.len() as u32));
             rec.end = i;
-            return Ok(Parsed::Record {
-                next: i + rd.len(),
-            });
+            return Ok(Parsed::Record { next: i + rd.len() });
         } else {
             rec.scratch.push(buf[i]);
             i += 1;

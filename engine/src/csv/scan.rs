@@ -86,14 +86,19 @@ impl Scanner {
         let use_fast = self.fast
             && !self.force_scalar
             && !(self.fmt.allow_quoted_record_delimiter
-                && self.specials.iter().any(|&b| memchr::memchr(b, chunk).is_some()));
+                && self
+                    .specials
+                    .iter()
+                    .any(|&b| memchr::memchr(b, chunk).is_some()));
         if !use_fast {
+            check_utf8(chunk, chunk.is_ascii())?;
             return scan_scalar(&self.fmt, chunk, &mut on_record);
         }
         build_masks(chunk, &self.fmt, &self.specials, &mut self.masks);
         let masks = &self.masks;
+        check_utf8(chunk, masks.ascii)?;
         let mut rec = Record::new(chunk, &masks.delim);
-        rec.set_ascii(masks.ascii);
+        rec.set_utf8(true);
         let rd = &self.fmt.record;
         let comment = &self.fmt.comment;
         let n = chunk.len();
@@ -145,13 +150,44 @@ impl Scanner {
     }
 }
 
+/// S3 Select reads UTF-8 only: a chunk with any invalid byte fails the request, whether or not
+/// the query reads that field. All-ASCII chunks (found while building the masks) need no
+/// further check.
+fn check_utf8(chunk: &[u8], ascii: bool) -> Result<()> {
+    if ascii {
+        return Ok(());
+    }
+    match std::str::from_utf8(chunk) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let at = e.valid_up_to();
+            let line_start = memchr::memrchr(b'\n', &chunk[..at]).map_or(0, |i| i + 1);
+            let context = String::from_utf8_lossy(&chunk[line_start..at]);
+            let context: String = context
+                .chars()
+                .rev()
+                .take(40)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            Err(err!(
+                InvalidTextEncoding,
+                "the object is not valid UTF-8 (S3 Select reads UTF-8 only): invalid byte 0x{:02x} after {:?}",
+                chunk[at],
+                context
+            ))
+        }
+    }
+}
+
 /// Reads every record of `chunk` with the scalar reader.
 fn scan_scalar<F>(fmt: &CsvFormat, chunk: &[u8], on_record: &mut F) -> Result<()>
 where
     F: FnMut(&mut Record<'_>) -> Result<Flow>,
 {
     let mut rec = Record::new(chunk, &[]);
-    rec.set_ascii(chunk.is_ascii());
+    rec.set_utf8(true);
     let mut pos = 0;
     while pos < chunk.len() {
         match parse_record(fmt, chunk, pos, &mut rec)? {

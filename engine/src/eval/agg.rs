@@ -29,20 +29,13 @@ impl Sum {
             (Sum::Empty, Value::Float(f)) => Sum::Float(*f),
             (Sum::Int(a), Value::Int(b)) => match a.checked_add(*b) {
                 Some(s) => Sum::Int(s),
-                None => Sum::Decimal(
-                    Decimal::from_i64(a)
-                        .checked_add(&Decimal::from_i64(*b))?,
-                ),
+                None => Sum::Decimal(Decimal::from_i64(a).checked_add(&Decimal::from_i64(*b))?),
             },
-            (Sum::Int(a), Value::Decimal(d)) => {
-                Sum::Decimal(Decimal::from_i64(a).checked_add(d)?)
-            }
+            (Sum::Int(a), Value::Decimal(d)) => Sum::Decimal(Decimal::from_i64(a).checked_add(d)?),
             (Sum::Decimal(a), Value::Int(b)) => {
                 Sum::Decimal(a.checked_add(&Decimal::from_i64(*b))?)
             }
-            (Sum::Decimal(a), Value::Decimal(d)) => {
-                Sum::Decimal(a.checked_add(d)?)
-            }
+            (Sum::Decimal(a), Value::Decimal(d)) => Sum::Decimal(a.checked_add(d)?),
             (s, Value::Float(f)) => Sum::Float(s.as_f64() + f),
             (Sum::Float(a), other) => Sum::Float(a + Sum::Empty.add(other)?.as_f64()),
             (_, other) => {
@@ -97,15 +90,13 @@ pub enum AggState {
 /// A CSV string entering SUM/AVG is read as a number.
 fn numeric_input<'v>(v: &'v Value<'_>) -> Result<std::borrow::Cow<'v, Value<'v>>> {
     match v {
-        Value::Str(s) => parse_number(s)
-            .map(std::borrow::Cow::Owned)
-            .ok_or_else(|| {
-                err!(
-                    CastFailed,
-                    "{} is not a number and cannot be summed",
-                    display_for_error(v)
-                )
-            }),
+        Value::Str(s) => parse_number(s).map(std::borrow::Cow::Owned).ok_or_else(|| {
+            err!(
+                CastFailed,
+                "{} is not a number and cannot be summed",
+                display_for_error(v)
+            )
+        }),
         other => Ok(std::borrow::Cow::Borrowed(other)),
     }
 }

@@ -11,8 +11,8 @@ use crate::error::Result;
 use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec};
 use crate::eval::func::Func;
 use crate::sql::ast::{
-    self, AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, Expr, Ident, Literal, Projection, Query,
-    Source, UnaryOp,
+    self, AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, Expr, Ident, Literal, Projection,
+    Query, Source, UnaryOp,
 };
 use crate::sql::Dialect;
 use crate::value::like::LikePattern;
@@ -196,7 +196,9 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
                 }
             }
         }
-        CExpr::Between { expr, low, high, .. } => {
+        CExpr::Between {
+            expr, low, high, ..
+        } => {
             go(expr);
             go(low);
             go(high);
@@ -257,11 +259,10 @@ fn literal(l: &Literal, pos: ast::Pos) -> Result<Value<'static>> {
                 "the number {s} has more than 38 digits (at {pos})"
             )
         })?),
-        Literal::Float(s) => {
-            Value::Float(crate::value::numeric::parse_f64(s).ok_or_else(|| {
-                err!(LexerInvalidLiteral, "invalid number {s} (at {pos})")
-            })?)
-        }
+        Literal::Float(s) => Value::Float(
+            crate::value::numeric::parse_f64(s)
+                .ok_or_else(|| err!(LexerInvalidLiteral, "invalid number {s} (at {pos})"))?,
+        ),
         Literal::String(s) => Value::Str(s.clone().into()),
         Literal::Timestamp(s) => Value::Timestamp(Timestamp::parse_ion(s).ok_or_else(|| {
             err!(
@@ -276,7 +277,9 @@ impl Binder<'_> {
     fn column(&mut self, c: &ColumnRef) -> Result<CExpr> {
         if let Some(q) = &c.qualifier {
             let ok = match self.alias {
-                Some(a) => names_match(a, &q.name, q.quoted) || q.name.eq_ignore_ascii_case("s3object"),
+                Some(a) => {
+                    names_match(a, &q.name, q.quoted) || q.name.eq_ignore_ascii_case("s3object")
+                }
                 None => q.name.eq_ignore_ascii_case("s3object"),
             };
             if !ok {
@@ -332,11 +335,16 @@ impl Binder<'_> {
         }
         if self.dialect == Dialect::Ceph {
             let items = self.items;
-            if let Some(item) = items
-                .iter()
-                .find(|it| it.alias.as_ref().is_some_and(|a| names_match(a, &id.name, id.quoted)))
-            {
-                if self.expanding.iter().any(|n| n.eq_ignore_ascii_case(&id.name)) {
+            if let Some(item) = items.iter().find(|it| {
+                it.alias
+                    .as_ref()
+                    .is_some_and(|a| names_match(a, &id.name, id.quoted))
+            }) {
+                if self
+                    .expanding
+                    .iter()
+                    .any(|n| n.eq_ignore_ascii_case(&id.name))
+                {
                     return Err(err!(
                         EvaluatorBindingDoesNotExist,
                         "alias '{}' refers to itself (at {})",
@@ -381,7 +389,9 @@ impl Binder<'_> {
                 match op {
                     UnaryOp::Not => CExpr::Not(inner),
                     UnaryOp::Neg => match *inner {
-                        CExpr::Const(v) => CExpr::Const(crate::eval::coerce::negate(v)?.into_owned()),
+                        CExpr::Const(v) => {
+                            CExpr::Const(crate::eval::coerce::negate(v)?.into_owned())
+                        }
                         other => CExpr::Neg(Box::new(other)),
                     },
                     UnaryOp::Plus => *inner,
@@ -421,11 +431,23 @@ impl Binder<'_> {
                     Some(e) => Some(self.expr(e)?),
                     None => None,
                 };
+                if let CExpr::Const(p) = &pat {
+                    if !matches!(p, Value::Str(_) | Value::Null | Value::Missing) {
+                        return Err(err!(
+                            LikeInvalidInputs,
+                            "the pattern of LIKE must be a string, got {} {}",
+                            p.type_name(),
+                            crate::eval::coerce::display_for_error(p)
+                        ));
+                    }
+                }
                 let pattern = match (&pat, &esc) {
                     (CExpr::Const(p), None) if !p.is_absent() => LikeSpec::Const(
                         LikePattern::compile(&crate::eval::coerce::to_text(p), None)?,
                     ),
-                    (CExpr::Const(p), Some(CExpr::Const(e))) if !p.is_absent() && !e.is_absent() => {
+                    (CExpr::Const(p), Some(CExpr::Const(e)))
+                        if !p.is_absent() && !e.is_absent() =>
+                    {
                         let esc = crate::eval::expr::like_escape_char(e)?;
                         LikeSpec::Const(LikePattern::compile(
                             &crate::eval::coerce::to_text(p),
@@ -556,11 +578,7 @@ impl Binder<'_> {
                     ));
                 }
                 self.in_aggregate = true;
-                let arg = match arg {
-                    Some(a) => Some(self.expr(a)),
-                    None => None,
-                }
-                .transpose();
+                let arg = arg.as_ref().map(|a| self.expr(a)).transpose();
                 self.in_aggregate = false;
                 self.aggs.push(AggSpec {
                     func: *func,

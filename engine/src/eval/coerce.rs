@@ -66,8 +66,12 @@ pub fn compare(l: &Value<'_>, r: &Value<'_>) -> Option<Ordering> {
         (a, b) if is_number(a) && is_number(b) => cmp_numbers(a, b),
         (Value::Str(s), n) if is_number(n) => cmp_numbers(&parse_number(s)?, n),
         (n, Value::Str(s)) if is_number(n) => cmp_numbers(n, &parse_number(s)?),
-        (Value::Str(s), Value::Timestamp(t)) => Some(Timestamp::parse_ion(s.trim())?.cmp_instant(t)),
-        (Value::Timestamp(t), Value::Str(s)) => Some(t.cmp_instant(&Timestamp::parse_ion(s.trim())?)),
+        (Value::Str(s), Value::Timestamp(t)) => {
+            Some(Timestamp::parse_ion(s.trim())?.cmp_instant(t))
+        }
+        (Value::Timestamp(t), Value::Str(s)) => {
+            Some(t.cmp_instant(&Timestamp::parse_ion(s.trim())?))
+        }
         _ => None,
     }
 }
@@ -142,9 +146,8 @@ pub fn cast<'a>(v: Value<'a>, to: CastType, pos: Pos) -> Result<Value<'a>> {
             let d = match &v {
                 Value::Int(i) => Decimal::from_i64(*i),
                 Value::Decimal(d) => *d,
-                Value::Float(f) => {
-                    Decimal::parse(&format!("{f}")).ok_or_else(|| cast_failed(&v, "DECIMAL", pos))?
-                }
+                Value::Float(f) => Decimal::parse(&format!("{f}"))
+                    .ok_or_else(|| cast_failed(&v, "DECIMAL", pos))?,
                 Value::Str(s) => {
                     Decimal::parse(s.trim()).ok_or_else(|| cast_failed(&v, "DECIMAL", pos))?
                 }
@@ -195,7 +198,10 @@ pub fn cast_int(v: &Value<'_>, pos: Pos) -> Result<i64> {
             }
         }
         Value::Decimal(d) => d.to_i64_trunc().ok_or_else(|| {
-            err!(IntegerOverflow, "{d} does not fit in a 64-bit INT (at {pos})")
+            err!(
+                IntegerOverflow,
+                "{d} does not fit in a 64-bit INT (at {pos})"
+            )
         }),
         Value::Float(f) => {
             let t = f.trunc();
@@ -204,7 +210,10 @@ pub fn cast_int(v: &Value<'_>, pos: Pos) -> Result<i64> {
             if (min..-min).contains(&t) {
                 Ok(t as i64)
             } else {
-                Err(err!(IntegerOverflow, "{f} does not fit in a 64-bit INT (at {pos})"))
+                Err(err!(
+                    IntegerOverflow,
+                    "{f} does not fit in a 64-bit INT (at {pos})"
+                ))
             }
         }
         Value::Bool(b) => Ok(*b as i64),
@@ -256,11 +265,13 @@ pub fn arith(op: ArithOp, a: Value<'_>, b: Value<'_>) -> Result<Value<'static>> 
     let a = numeric(a)?;
     let b = numeric(b)?;
     if a.is_absent() || b.is_absent() {
-        return Ok(if matches!(a, Value::Missing) || matches!(b, Value::Missing) {
-            Value::Missing
-        } else {
-            Value::Null
-        });
+        return Ok(
+            if matches!(a, Value::Missing) || matches!(b, Value::Missing) {
+                Value::Missing
+            } else {
+                Value::Null
+            },
+        );
     }
     let overflow = || err!(IntegerOverflow, "integer arithmetic overflowed 64 bits");
     match (&a, &b) {
@@ -278,7 +289,10 @@ pub fn arith(op: ArithOp, a: Value<'_>, b: Value<'_>) -> Result<Value<'static>> 
             r.map(Value::Int).ok_or_else(overflow)
         }
         (Value::Float(_), _) | (_, Value::Float(_)) => {
-            let (x, y) = (to_f64(&a).unwrap_or(f64::NAN), to_f64(&b).unwrap_or(f64::NAN));
+            let (x, y) = (
+                to_f64(&a).unwrap_or(f64::NAN),
+                to_f64(&b).unwrap_or(f64::NAN),
+            );
             Ok(Value::Float(match op {
                 ArithOp::Add => x + y,
                 ArithOp::Sub => x - y,

@@ -279,6 +279,14 @@ impl CExpr {
                         if p.is_absent() {
                             return Ok(p);
                         }
+                        if !matches!(p, Value::Str(_)) {
+                            return Err(err!(
+                                LikeInvalidInputs,
+                                "the pattern of LIKE must be a string, got {} {}",
+                                p.type_name(),
+                                coerce::display_for_error(&p)
+                            ));
+                        }
                         let esc = match escape {
                             Some(e) => match e.eval(row)? {
                                 v if v.is_absent() => return Ok(v),
@@ -480,7 +488,9 @@ impl CExpr {
         // intermediate boolean values.
         match self {
             CExpr::And(a, b) => Ok(a.matches(row)? && b.matches(row)?),
-            CExpr::IntFieldCmp { .. } | CExpr::StrFieldCmp { .. } => Ok(self.test(row)? == Some(true)),
+            CExpr::IntFieldCmp { .. } | CExpr::StrFieldCmp { .. } => {
+                Ok(self.test(row)? == Some(true))
+            }
             CExpr::Cmp(op, a, b) => {
                 let l = a.eval(row)?;
                 let r = b.eval(row)?;

@@ -1,6 +1,6 @@
 //! Generates TPC-DS tables in dsdgen's flat-file format for the benchmarks.
 //!
-//! `bench-data [--sf 1] [--out bench-data] [--parallel N --child K] [TABLE...]`
+//! `tpcds-gen [--sf 1] [--out bench-data] [--parallel N --child K] [TABLE...]`
 //! (default table: store_sales). Prints one line per table: path, size, rows, time.
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use sift_benches::data::{self, Slice};
+use sift_tpcds::data::{self, Slice};
 
 #[derive(Parser)]
 #[command(about = "Generate TPC-DS tables as dsdgen-format .dat files")]

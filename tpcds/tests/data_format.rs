@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use sift_benches::data::{self, Slice};
+use sift_tpcds::data::{self, Slice};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sift-bench-data-{}-{name}", std::process::id()));

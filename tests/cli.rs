@@ -1,0 +1,181 @@
+//! The `sift` binary as a user runs it: real files, real process, exit codes.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn sift(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sift starts");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(data) = stdin {
+        input.write_all(data).expect("write stdin");
+    }
+    drop(input);
+    child.wait_with_output().expect("sift runs")
+}
+
+fn temp_file(name: &str, data: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sift-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, data).expect("write temp file");
+    path
+}
+
+#[test]
+fn select_filters_a_file_and_reports_stats() {
+    let path = temp_file("a.csv", b"id,name\n1,ann\n2,bob\n3,cy\n");
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "--header",
+            "use",
+            "--stats",
+            "SELECT name FROM S3Object s WHERE CAST(s.id AS INT) >= 2",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"bob\ncy\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("BytesScanned: 25"), "{err}");
+    assert!(err.contains("BytesProcessed: 25"), "{err}");
+    assert!(err.contains("BytesReturned: 7"), "{err}");
+}
+
+#[test]
+fn select_reads_stdin_with_dsdgen_options_and_json_output() {
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "-",
+            "--field-delimiter",
+            "|",
+            "--output",
+            "json",
+            "SELECT s._2 AS name, CAST(s._1 AS INT) * 2 FROM S3Object s",
+        ],
+        Some(b"1|a|\n2|b|\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "{\"name\":\"a\",\"_2\":2}\n{\"name\":\"b\",\"_2\":4}\n"
+    );
+}
+
+#[test]
+fn select_applies_scan_range_and_threads() {
+    let data: Vec<u8> = (0..5000)
+        .flat_map(|i| format!("{i},x\n").into_bytes())
+        .collect();
+    let path = temp_file("range.csv", &data);
+    let whole = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "--threads",
+            "2",
+            "SELECT _1 FROM S3Object",
+        ],
+        None,
+    );
+    assert!(whole.status.success());
+    assert_eq!(whole.stdout.len(), data.len() - 5000 * 2);
+    // Bytes 0..=9 hold "0,x\n1,x\n2," — records 0, 1 and 2 start in the range.
+    let part = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "--scan-range",
+            "0:9",
+            "SELECT _1 FROM S3Object",
+        ],
+        None,
+    );
+    assert_eq!(String::from_utf8_lossy(&part.stdout), "0\n1\n2\n");
+}
+
+#[test]
+fn select_errors_print_the_s3_code_and_exit_1() {
+    let path = temp_file("e.csv", b"x\n");
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "SELECT FROM S3Object",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("Parse"), "{err}");
+    assert!(err.contains("line 1, column"), "{err}");
+
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "SELECT CAST(_1 AS INT) FROM S3Object",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("CastFailed: "));
+
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "/nonexistent/file.csv",
+            "SELECT * FROM S3Object",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn select_reads_gzip() {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(b"a,1\nb,2\n").unwrap();
+    let path = temp_file("z.csv.gz", &gz.finish().unwrap());
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "--compression",
+            "gzip",
+            "SELECT SUM(_2) FROM S3Object",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"3\n");
+}
