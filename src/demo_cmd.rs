@@ -93,7 +93,9 @@ pub fn run(args: DemoArgs) -> ExitCode {
         path.display(),
         started.elapsed().as_secs_f64()
     );
-    let source = match FileSource::new(&path) {
+    // SAFETY: the generated file is written once (to a temporary name, then renamed) before
+    // this point and not touched again.
+    let source = match unsafe { FileSource::mapped(&path) } {
         Ok(s) => s,
         Err(e) => {
             eprintln!("sift demo: {}: {e}", path.display());

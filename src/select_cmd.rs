@@ -229,7 +229,9 @@ pub fn run(args: SelectArgs) -> ExitCode {
         stdin_source = StreamSource::new(io::stdin(), None);
         &stdin_source
     } else {
-        match FileSource::new(&args.file) {
+        // SAFETY: like grep and ripgrep, `sift select` maps the file it is given and assumes
+        // nothing rewrites it during the scan.
+        match unsafe { FileSource::mapped(&args.file) } {
             Ok(f) => {
                 file_source = f;
                 &file_source

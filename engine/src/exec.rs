@@ -6,10 +6,13 @@
 //! writes each chunk's output to the sink in order. Memory is bounded: at most
 //! `threads + 2` chunk buffers exist, whatever the object's size.
 
+use std::collections::BTreeMap;
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
+use crate::csv::chunk::{Chunk, ReadWindow, SliceWindow, Window};
 use crate::csv::{ChunkBuf, Chunker, CsvFormat, Flow, Record, Scanner};
 use crate::err;
 use crate::error::{ErrorCode, Result, SelectError};
@@ -138,40 +141,58 @@ impl Select {
             },
         };
 
-        // The header is the object's first record, even when the range starts later.
-        let mut header = None;
-        let needs_header = self.format.header != FileHeaderInfo::None;
+        // An uncompressed object already in memory (or mapped) is chunked in place; anything
+        // else is read into buffers.
+        let in_memory = match source.bytes() {
+            Some(b) if compression == Compression::None => Some(b),
+            _ => None,
+        };
         let mut chunker = if open_at == u64::MAX {
             None
-        } else {
-            let raw = source.open(open_at).map_err(open_error)?;
-            let counted = Counting::new(raw, scanned.clone());
-            let decoded = Counting::new(
-                decompress(Box::new(counted), compression),
-                processed.clone(),
-            );
-            Some(Chunker::new(
-                decoded,
-                self.format.clone(),
-                self.chunk_size,
+        } else if let Some(bytes) = in_memory {
+            let from = usize::try_from(open_at)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            let window = SliceWindow::new(&bytes[from..]);
+            Some(AnyChunker::Slice(self.chunker(
+                window,
                 open_at,
                 skip_partial,
                 last_start,
-            ))
+            )))
+        } else {
+            let raw = source.open(open_at).map_err(open_error)?;
+            let counted = Counting::new(raw, scanned.clone());
+            let decoded: Box<dyn Read + Send + '_> = Box::new(Counting::new(
+                decompress(Box::new(counted), compression),
+                processed.clone(),
+            ));
+            let window = ReadWindow::new(decoded, self.buffer_capacity());
+            Some(AnyChunker::Read(self.chunker(
+                window,
+                open_at,
+                skip_partial,
+                last_start,
+            )))
         };
-        if needs_header {
+
+        // The header is the object's first record, even when the range starts later.
+        let mut header = None;
+        if self.format.header != FileHeaderInfo::None {
             if open_at == 0 {
-                if let Some(c) = chunker.as_mut() {
-                    header = c.take_first_record()?;
-                }
+                header = match chunker.as_mut() {
+                    Some(AnyChunker::Slice(c)) => c.take_first_record()?,
+                    Some(AnyChunker::Read(c)) => c.take_first_record()?,
+                    None => None,
+                };
             } else {
                 let raw = source.open(0).map_err(open_error)?;
-                let mut c = Chunker::new(raw, self.format.clone(), 64 * 1024, 0, false, None);
-                header = c.take_first_record()?;
+                let window = ReadWindow::new(decompress(raw, compression), 64 * 1024);
+                header = self.chunker(window, 0, false, None).take_first_record()?;
             }
         }
         let names = match self.format.header {
-            FileHeaderInfo::Use => header.clone(),
+            FileHeaderInfo::Use => header,
             _ => None,
         };
         let plan = bind(&self.query, self.request.dialect, names.as_deref())?;
@@ -181,10 +202,11 @@ impl Select {
             header: names.as_deref().unwrap_or(&[]),
         };
 
-        let mut returned = 0u64;
-        let mut aggs: Vec<AggState> = plan.aggs.iter().map(|a| AggState::new(a.func)).collect();
+        // Counted at the chunker when it sees the object's own bytes (ranges, memory);
+        // at the source and the decoder otherwise.
+        let count_consumed = ranged || in_memory.is_some();
         let stats_now = |returned: u64, chunker_consumed: Option<u64>| {
-            let (s, p) = match (ranged, chunker_consumed) {
+            let (s, p) = match (count_consumed, chunker_consumed) {
                 (true, Some(c)) => (c, c),
                 _ => (
                     scanned.load(Ordering::Relaxed),
@@ -197,50 +219,28 @@ impl Select {
                 bytes_returned: returned,
             }
         };
-
-        let mut consumed = None;
-        if let Some(chunker) = chunker.take() {
-            let limit = if plan.is_aggregate() {
+        let mut emitter = Emitter {
+            limit: if plan.is_aggregate() {
                 None
             } else {
                 plan.limit
-            };
-            let mut emit = |out: &mut ChunkOut, sink: &mut dyn Sink| -> Result<bool> {
-                // Returns whether to go on.
-                for (acc, part) in aggs.iter_mut().zip(out.aggs.drain(..)) {
-                    acc.merge(part)?;
-                }
-                let mut bytes = &out.bytes[..];
-                let mut more = true;
-                if let Some(l) = limit {
-                    let left = l.saturating_sub(out.rows_before);
-                    if out.rows >= left {
-                        let cut = if left == 0 {
-                            0
-                        } else {
-                            out.row_ends[(left - 1) as usize]
-                        };
-                        bytes = &out.bytes[..cut];
-                        more = false;
-                    }
-                }
-                if !bytes.is_empty() {
-                    sink.write(bytes)?;
-                    returned += bytes.len() as u64;
-                }
-                Ok(more)
-            };
-            if plan.limit == Some(0) && !plan.is_aggregate() {
-                // Nothing to read.
-            } else if self.threads <= 1 {
-                consumed = Some(self.run_sequential(chunker, &ctx, sink, &mut emit, &stats_now)?);
-            } else {
-                consumed = Some(self.run_parallel(chunker, &ctx, sink, &mut emit, &stats_now)?);
-            }
-        }
+            },
+            aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
+            returned: 0,
+            stats_now: &stats_now,
+        };
+        let nothing_to_read = plan.limit == Some(0) && !plan.is_aggregate();
+        let consumed = match chunker.take() {
+            _ if nothing_to_read => None,
+            None => None,
+            Some(AnyChunker::Slice(c)) => Some(self.drive(c, &ctx, sink, &mut emitter)?),
+            Some(AnyChunker::Read(c)) => Some(self.drive(c, &ctx, sink, &mut emitter)?),
+        };
 
+        let mut returned = emitter.returned;
         if plan.is_aggregate() && plan.limit != Some(0) {
-            let values = aggs
+            let values = emitter
+                .aggs
                 .into_iter()
                 .map(AggState::finish)
                 .collect::<Result<Vec<_>>>()?;
@@ -254,71 +254,106 @@ impl Select {
         Ok(stats)
     }
 
-    fn run_sequential<R: std::io::Read>(
+    fn buffer_capacity(&self) -> usize {
+        self.chunk_size + 64 * 1024
+    }
+
+    fn chunker<'a, W: Window<'a>>(
         &self,
-        mut chunker: Chunker<R>,
+        window: W,
+        offset: u64,
+        skip_partial: bool,
+        last_start: Option<u64>,
+    ) -> Chunker<W> {
+        Chunker::new(
+            window,
+            self.format.clone(),
+            self.chunk_size,
+            offset,
+            skip_partial,
+            last_start,
+        )
+    }
+
+    /// Processes every chunk, on this thread or on workers; returns the bytes consumed.
+    fn drive<'a, W: Window<'a> + Send>(
+        &self,
+        chunker: Chunker<W>,
         ctx: &Ctx<'_>,
         sink: &mut dyn Sink,
-        emit: &mut dyn FnMut(&mut ChunkOut, &mut dyn Sink) -> Result<bool>,
-        stats_now: &dyn Fn(u64, Option<u64>) -> Stats,
+        emitter: &mut Emitter<'_>,
+    ) -> Result<u64> {
+        if self.threads <= 1 {
+            self.run_sequential(chunker, ctx, sink, emitter)
+        } else {
+            self.run_parallel(chunker, ctx, sink, emitter)
+        }
+    }
+
+    fn run_sequential<'a, W: Window<'a>>(
+        &self,
+        mut chunker: Chunker<W>,
+        ctx: &Ctx<'_>,
+        sink: &mut dyn Sink,
+        emitter: &mut Emitter<'_>,
     ) -> Result<u64> {
         let mut scanner = Scanner::new(self.format.clone());
-        let mut buf = ChunkBuf::with_capacity(self.chunk_size + 64 * 1024);
+        let mut spare = None;
         let mut out = ChunkOut::new(ctx.plan);
         let mut rows_before = 0;
-        let mut returned = 0;
-        while let Ok(chunk) = chunker.next_chunk(buf)? {
+        while let Some(chunk) = chunker.next_chunk(spare.take())? {
             out.reset(ctx.plan, rows_before);
             process_chunk(ctx, &mut scanner, chunk.bytes(), &mut out)?;
             rows_before += out.rows;
-            returned += out.bytes.len() as u64;
-            let more = emit(&mut out, sink)?;
-            sink.progress(&stats_now(returned, Some(chunker.consumed())))?;
+            let more = emitter.emit(&mut out, sink, chunker.consumed())?;
             if !more {
                 break;
             }
-            buf = chunk;
+            spare = chunk.into_buf();
         }
         Ok(chunker.consumed())
     }
 
-    fn run_parallel<R: std::io::Read + Send>(
+    fn run_parallel<'a, W: Window<'a> + Send>(
         &self,
-        mut chunker: Chunker<R>,
+        mut chunker: Chunker<W>,
         ctx: &Ctx<'_>,
         sink: &mut dyn Sink,
-        emit: &mut dyn FnMut(&mut ChunkOut, &mut dyn Sink) -> Result<bool>,
-        stats_now: &dyn Fn(u64, Option<u64>) -> Stats,
+        emitter: &mut Emitter<'_>,
     ) -> Result<u64> {
         let threads = self.threads;
         let stop = AtomicBool::new(false);
         let consumed = AtomicU64::new(0);
-        let (work_tx, work_rx) = sync_channel::<(u64, Result<ChunkBuf>)>(threads);
+        type Work<'a> = (u64, Result<Chunk<'a>>);
+        let (work_tx, work_rx) = sync_channel::<Work<'a>>(threads);
         // Shared by the workers only, so that it is dropped (and the reader's sends fail)
         // once they have all stopped.
         let work_rx = Arc::new(Mutex::new(work_rx));
-        let (done_tx, done_rx) = sync_channel::<(u64, Result<ChunkOut>, ChunkBuf)>(threads * 2);
-        let (pool_tx, pool_rx) = sync_channel::<ChunkBuf>(threads + 2);
-        for _ in 0..threads + 2 {
-            // The pool is exactly this large, so these sends cannot block or fail.
-            let _ = pool_tx.send(ChunkBuf::with_capacity(self.chunk_size + 64 * 1024));
+        let (done_tx, done_rx) = sync_channel::<Done<'a>>(threads * 2);
+        // Tokens bound the chunks between the reader and the sink: the reader takes one per
+        // chunk and the collector gives it back once that chunk's output is written, with
+        // the chunk's buffer for reuse (`None` for borrowed chunks).
+        let tokens = 2 * threads + 2;
+        let (pool_tx, pool_rx) = sync_channel::<Option<ChunkBuf>>(tokens);
+        for _ in 0..tokens {
+            // The pool holds exactly `tokens`, so these sends cannot block or fail.
+            let _ = pool_tx.send(None);
         }
         let result = std::thread::scope(|scope| -> Result<()> {
-            // Reader: cuts the stream into chunks.
             let stop_r = &stop;
             let consumed_r = &consumed;
             scope.spawn(move || {
                 let mut seq = 0u64;
                 while !stop_r.load(Ordering::Relaxed) {
-                    let Ok(buf) = pool_rx.recv() else { break };
-                    match chunker.next_chunk(buf) {
-                        Ok(Ok(chunk)) => {
+                    let Ok(spare) = pool_rx.recv() else { break };
+                    match chunker.next_chunk(spare) {
+                        Ok(Some(chunk)) => {
                             consumed_r.store(chunker.consumed(), Ordering::Relaxed);
                             if work_tx.send((seq, Ok(chunk))).is_err() {
                                 break;
                             }
                         }
-                        Ok(Err(_)) => break,
+                        Ok(None) => break,
                         Err(e) => {
                             let _ = work_tx.send((seq, Err(e)));
                             break;
@@ -329,7 +364,6 @@ impl Select {
                 consumed_r.store(chunker.consumed(), Ordering::Relaxed);
                 // Dropping work_tx tells the workers the input is over.
             });
-            // Workers: process chunks in whatever order they arrive.
             for _ in 0..threads {
                 let work_rx = work_rx.clone();
                 let done_tx = done_tx.clone();
@@ -347,13 +381,13 @@ impl Select {
                             break;
                         }
                         let (res, buf) = match chunk {
-                            Ok(buf) => {
+                            Ok(chunk) => {
                                 let mut out = ChunkOut::new(ctx.plan);
-                                let r = process_chunk(ctx, &mut scanner, buf.bytes(), &mut out)
+                                let r = process_chunk(ctx, &mut scanner, chunk.bytes(), &mut out)
                                     .map(|_| out);
-                                (r, buf)
+                                (r, chunk.into_buf())
                             }
-                            Err(e) => (Err(e), ChunkBuf::default()),
+                            Err(e) => (Err(e), None),
                         };
                         if done_tx.send((seq, res, buf)).is_err() {
                             break;
@@ -363,10 +397,9 @@ impl Select {
             }
             drop(done_tx);
             drop(work_rx);
-            // Collector: this thread, writing outputs in sequence order.
-            let r = collect(&done_rx, &pool_tx, sink, emit, stats_now, &consumed);
+            let r = collect(&done_rx, &pool_tx, sink, emitter, &consumed);
             stop.store(true, Ordering::Relaxed);
-            // Unblock everyone: drain what is in flight so senders can finish.
+            // Unblock the reader and the workers, then wait for them by draining.
             drop(pool_tx);
             while done_rx.recv().is_ok() {}
             r
@@ -376,32 +409,71 @@ impl Select {
     }
 }
 
+/// Which kind of window a run reads through.
+enum AnyChunker<'a> {
+    Slice(Chunker<SliceWindow<'a>>),
+    Read(Chunker<ReadWindow<Box<dyn Read + Send + 'a>>>),
+}
+
+/// A processed chunk: its sequence number, its output, and its buffer for reuse.
+type Done<'a> = (u64, Result<ChunkOut>, Option<ChunkBuf>);
+
+/// Writes chunk outputs to the sink in order, applying LIMIT and merging aggregates.
+struct Emitter<'s> {
+    limit: Option<u64>,
+    aggs: Vec<AggState>,
+    returned: u64,
+    stats_now: &'s dyn Fn(u64, Option<u64>) -> Stats,
+}
+
+impl Emitter<'_> {
+    /// Writes one chunk's output; returns whether to go on.
+    fn emit(&mut self, out: &mut ChunkOut, sink: &mut dyn Sink, consumed: u64) -> Result<bool> {
+        for (acc, part) in self.aggs.iter_mut().zip(out.aggs.drain(..)) {
+            acc.merge(part)?;
+        }
+        let mut bytes = &out.bytes[..];
+        let mut more = true;
+        if let Some(l) = self.limit {
+            let left = l.saturating_sub(out.rows_before);
+            if out.rows >= left {
+                let cut = match left {
+                    0 => 0,
+                    n => out.row_ends[(n - 1) as usize],
+                };
+                bytes = &out.bytes[..cut];
+                more = false;
+            }
+        }
+        if !bytes.is_empty() {
+            sink.write(bytes)?;
+            self.returned += bytes.len() as u64;
+        }
+        sink.progress(&(self.stats_now)(self.returned, Some(consumed)))?;
+        Ok(more)
+    }
+}
+
 /// Writes chunk outputs in sequence order as they arrive from the workers.
 fn collect(
-    done_rx: &Receiver<(u64, Result<ChunkOut>, ChunkBuf)>,
-    pool_tx: &SyncSender<ChunkBuf>,
+    done_rx: &Receiver<Done<'_>>,
+    pool_tx: &SyncSender<Option<ChunkBuf>>,
     sink: &mut dyn Sink,
-    emit: &mut dyn FnMut(&mut ChunkOut, &mut dyn Sink) -> Result<bool>,
-    stats_now: &dyn Fn(u64, Option<u64>) -> Stats,
+    emitter: &mut Emitter<'_>,
     consumed: &AtomicU64,
 ) -> Result<()> {
-    let mut waiting: std::collections::BTreeMap<u64, Result<ChunkOut>> = Default::default();
+    let mut waiting: BTreeMap<u64, (Result<ChunkOut>, Option<ChunkBuf>)> = BTreeMap::new();
     let mut next = 0u64;
     let mut rows_before = 0u64;
-    let mut returned = 0u64;
     while let Ok((seq, res, buf)) = done_rx.recv() {
-        if buf.capacity() > 0 {
+        waiting.insert(seq, (res, buf));
+        while let Some((res, buf)) = waiting.remove(&next) {
+            // The chunk is done with: its token (and buffer) can go back to the reader.
             let _ = pool_tx.try_send(buf);
-        }
-        waiting.insert(seq, res);
-        while let Some(res) = waiting.remove(&next) {
             let mut out = res?;
             out.rows_before = rows_before;
             rows_before += out.rows;
-            returned += out.bytes.len() as u64;
-            let more = emit(&mut out, sink)?;
-            sink.progress(&stats_now(returned, Some(consumed.load(Ordering::Relaxed))))?;
-            if !more {
+            if !emitter.emit(&mut out, sink, consumed.load(Ordering::Relaxed))? {
                 return Ok(());
             }
             next += 1;

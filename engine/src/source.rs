@@ -20,26 +20,63 @@ pub trait ObjectSource: Sync {
 
     /// A reader of the object's bytes from `offset` to its end.
     fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>>;
+
+    /// The whole object, when it is already in memory (or mapped): the engine then cuts
+    /// chunks out of it without copying.
+    fn bytes(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
-/// A file on a local disk.
-#[derive(Debug, Clone)]
+/// A file on a local disk, read with `read(2)`, or mapped into memory so that the engine
+/// scans it in place (no copy; about a fifth less CPU per byte on a page-cached file).
+#[derive(Debug)]
 pub struct FileSource {
     path: PathBuf,
     size: u64,
+    map: Option<memmap2::Mmap>,
 }
 
 impl FileSource {
     pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref().to_path_buf();
         let size = std::fs::metadata(&path)?.len();
-        Ok(FileSource { path, size })
+        Ok(FileSource {
+            path,
+            size,
+            map: None,
+        })
+    }
+
+    /// Maps the file into memory.
+    ///
+    /// # Safety
+    ///
+    /// The file must not be truncated or written while the source is alive: the mapping
+    /// would change under the engine (or fault, if truncated). Sift's own store never
+    /// writes an object in place — it writes a new file and renames it over the old one,
+    /// which leaves the mapped file untouched.
+    pub unsafe fn mapped(path: impl AsRef<Path>) -> io::Result<Self> {
+        let mut source = FileSource::new(path)?;
+        if source.size > 0 {
+            let file = File::open(&source.path)?;
+            // SAFETY: the caller promises the file is not modified while mapped.
+            let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+            // Advice only; scanning works the same if the kernel ignores it.
+            let _ = map.advise(memmap2::Advice::Sequential);
+            source.map = Some(map);
+        }
+        Ok(source)
     }
 }
 
 impl ObjectSource for FileSource {
     fn size(&self) -> Option<u64> {
         Some(self.size)
+    }
+
+    fn bytes(&self) -> Option<&[u8]> {
+        self.map.as_deref()
     }
 
     fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>> {
@@ -58,6 +95,10 @@ pub struct SliceSource<'a>(pub &'a [u8]);
 impl ObjectSource for SliceSource<'_> {
     fn size(&self) -> Option<u64> {
         Some(self.0.len() as u64)
+    }
+
+    fn bytes(&self) -> Option<&[u8]> {
+        Some(self.0)
     }
 
     fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>> {

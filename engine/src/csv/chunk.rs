@@ -80,56 +80,74 @@ pub fn read_error(e: std::io::Error) -> SelectError {
     }
 }
 
-/// Splits a stream into record-aligned chunks.
-pub struct Chunker<R> {
-    reader: R,
-    fmt: CsvFormat,
-    /// Bytes read and not yet handed out; begins at a record start (once `skip_to_start` ran).
-    pending: ChunkBuf,
-    target: usize,
-    eof: bool,
-    /// Object offset of `pending`'s first byte.
-    offset: u64,
-    /// Cut after the record containing this object offset (ScanRange End).
-    last_start: Option<u64>,
-    /// Drop bytes up to the first record delimiter before the first chunk (ScanRange Start).
-    skip_partial: bool,
-    done: bool,
-    /// Bytes handed to callers, i.e. what the engine processed.
-    consumed: u64,
+/// A chunk of whole records: in a buffer the chunker read into, or borrowed straight from an
+/// object that is already in memory.
+#[derive(Debug)]
+pub enum Chunk<'a> {
+    Owned(ChunkBuf),
+    Borrowed(&'a [u8]),
 }
 
-impl<R: Read> Chunker<R> {
-    /// `offset` is the object offset of the reader's first byte; `skip_partial` drops the
-    /// bytes up to the first record delimiter; `last_start` is ScanRange's End.
-    pub fn new(
-        reader: R,
-        fmt: CsvFormat,
-        target: usize,
-        offset: u64,
-        skip_partial: bool,
-        last_start: Option<u64>,
-    ) -> Self {
-        Chunker {
-            reader,
-            fmt,
-            pending: ChunkBuf::with_capacity(target + 64 * 1024),
-            target,
-            eof: false,
-            offset,
-            last_start,
-            skip_partial,
-            done: false,
-            consumed: 0,
+impl Chunk<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Chunk::Owned(b) => b.bytes(),
+            Chunk::Borrowed(s) => s,
         }
     }
 
-    /// Bytes of the stream given out in chunks or skipped so far.
-    pub fn consumed(&self) -> u64 {
-        self.consumed
+    /// The buffer, for reuse.
+    pub fn into_buf(self) -> Option<ChunkBuf> {
+        match self {
+            Chunk::Owned(b) => Some(b),
+            Chunk::Borrowed(_) => None,
+        }
+    }
+}
+
+/// The bytes the chunker is looking at: a growable window onto the rest of the object.
+pub trait Window<'a> {
+    /// The window's bytes (the next unread bytes of the object).
+    fn bytes(&self) -> &[u8];
+    /// Whether the window reaches the end of the object.
+    fn at_eof(&self) -> bool;
+    /// Grows the window to at least `want` bytes, unless the object ends first.
+    fn fill(&mut self, want: usize) -> Result<()>;
+    /// Forgets the first `n` bytes of the window.
+    fn drop_front(&mut self, n: usize);
+    /// Hands out the first `cut` bytes as a chunk; `spare` is a buffer that may be reused.
+    fn take(&mut self, cut: usize, spare: Option<ChunkBuf>) -> Chunk<'a>;
+}
+
+/// A window over a stream, read into a buffer. Only the unfinished last record is copied
+/// when a chunk is handed out.
+pub struct ReadWindow<R> {
+    reader: R,
+    pending: ChunkBuf,
+    eof: bool,
+    capacity: usize,
+}
+
+impl<R: Read> ReadWindow<R> {
+    pub fn new(reader: R, capacity: usize) -> Self {
+        ReadWindow {
+            reader,
+            pending: ChunkBuf::with_capacity(capacity),
+            eof: false,
+            capacity,
+        }
+    }
+}
+
+impl<R: Read> Window<'static> for ReadWindow<R> {
+    fn bytes(&self) -> &[u8] {
+        self.pending.bytes()
     }
 
-    /// Reads until `pending` holds `want` bytes or the stream ends.
+    fn at_eof(&self) -> bool {
+        self.eof
+    }
+
     fn fill(&mut self, want: usize) -> Result<()> {
         self.pending.reserve(want.saturating_sub(self.pending.len));
         while !self.eof && self.pending.len < want {
@@ -147,10 +165,116 @@ impl<R: Read> Chunker<R> {
         Ok(())
     }
 
-    /// Drops `n` bytes from the front of `pending`.
     fn drop_front(&mut self, n: usize) {
         self.pending.data.copy_within(n..self.pending.len, 0);
         self.pending.len -= n;
+    }
+
+    fn take(&mut self, cut: usize, spare: Option<ChunkBuf>) -> Chunk<'static> {
+        let mut next = spare.unwrap_or_else(|| ChunkBuf::with_capacity(self.capacity));
+        next.clear();
+        next.extend(&self.pending.data[cut..self.pending.len]);
+        let mut chunk = std::mem::replace(&mut self.pending, next);
+        chunk.len = cut;
+        Chunk::Owned(chunk)
+    }
+}
+
+/// A window over an object held in memory: chunks are borrowed, nothing is copied.
+pub struct SliceWindow<'a> {
+    data: &'a [u8],
+    start: usize,
+    end: usize,
+}
+
+impl<'a> SliceWindow<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        SliceWindow {
+            data,
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
+impl<'a> Window<'a> for SliceWindow<'a> {
+    fn bytes(&self) -> &[u8] {
+        &self.data[self.start..self.end]
+    }
+
+    fn at_eof(&self) -> bool {
+        self.end == self.data.len()
+    }
+
+    fn fill(&mut self, want: usize) -> Result<()> {
+        self.end = self
+            .end
+            .max(self.start.saturating_add(want).min(self.data.len()));
+        Ok(())
+    }
+
+    fn drop_front(&mut self, n: usize) {
+        self.start += n;
+    }
+
+    fn take(&mut self, cut: usize, _spare: Option<ChunkBuf>) -> Chunk<'a> {
+        let chunk = &self.data[self.start..self.start + cut];
+        self.start += cut;
+        Chunk::Borrowed(chunk)
+    }
+}
+
+/// Splits an object into record-aligned chunks.
+pub struct Chunker<W> {
+    window: W,
+    fmt: CsvFormat,
+    target: usize,
+    /// Object offset of the window's first byte.
+    offset: u64,
+    /// Cut after the record containing this object offset (ScanRange End).
+    last_start: Option<u64>,
+    /// Drop bytes up to the first record delimiter before the first chunk (ScanRange Start).
+    skip_partial: bool,
+    done: bool,
+    /// Bytes handed to callers, i.e. what the engine processed.
+    consumed: u64,
+}
+
+impl<'a, W: Window<'a>> Chunker<W> {
+    /// `offset` is the object offset of the window's first byte; `skip_partial` drops the
+    /// bytes up to the first record delimiter; `last_start` is ScanRange's End.
+    pub fn new(
+        window: W,
+        fmt: CsvFormat,
+        target: usize,
+        offset: u64,
+        skip_partial: bool,
+        last_start: Option<u64>,
+    ) -> Self {
+        Chunker {
+            window,
+            fmt,
+            target,
+            offset,
+            last_start,
+            skip_partial,
+            done: false,
+            consumed: 0,
+        }
+    }
+
+    /// Bytes of the stream given out in chunks or skipped so far.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    fn fill(&mut self, want: usize) -> Result<()> {
+        self.window.fill(want)
+    }
+
+    /// Drops `n` bytes from the front of the window.
+    fn drop_front(&mut self, n: usize) {
+        self.window.drop_front(n);
         self.offset += n as u64;
         self.consumed += n as u64;
     }
@@ -160,15 +284,15 @@ impl<R: Read> Chunker<R> {
     pub fn take_first_record(&mut self) -> Result<Option<Vec<String>>> {
         loop {
             self.fill(self.target.min(MAX_RECORD_BYTES + 1))?;
-            if self.pending.len == 0 {
+            if self.window.bytes().is_empty() {
                 return Ok(None);
             }
             let fmt = self.fmt.clone();
-            let bytes = self.pending.bytes();
+            let bytes = self.window.bytes();
             let mut rec = Record::new(bytes, &[]);
             let parsed = match parse_record(&fmt, bytes, 0, &mut rec) {
                 Ok(p) => p,
-                Err(e) if e.code == ErrorCode::CSVParsingError && !self.eof => {
+                Err(e) if e.code == ErrorCode::CSVParsingError && !self.window.at_eof() => {
                     self.grow_or_fail()?;
                     continue;
                 }
@@ -177,7 +301,7 @@ impl<R: Read> Chunker<R> {
             let next = match parsed {
                 Parsed::Record { next } | Parsed::Skip { next } => next,
             };
-            if next == self.pending.len && !self.eof && !bytes.ends_with(&fmt.record) {
+            if next == bytes.len() && !self.window.at_eof() && !bytes.ends_with(&fmt.record) {
                 self.grow_or_fail()?;
                 continue;
             }
@@ -204,81 +328,77 @@ impl<R: Read> Chunker<R> {
 
     /// Asks for a larger read when a record does not fit in `pending`, up to the record limit.
     fn grow_or_fail(&mut self) -> Result<()> {
-        if self.pending.len > MAX_RECORD_BYTES {
+        if self.window.bytes().len() > MAX_RECORD_BYTES {
             return Err(err!(
                 OverMaxRecordSize,
                 "a record is longer than the 1 MiB limit (at object offset {})",
                 self.offset
             ));
         }
-        let want = (self.pending.len * 2).max(self.target);
+        let want = (self.window.bytes().len() * 2).max(self.target);
         self.fill(want.min(MAX_RECORD_BYTES + 2))?;
         Ok(())
     }
 
-    /// Fills `into` (a recycled buffer) with the next chunk of whole records, or returns it
-    /// back with `None` at the end of the (ranged) stream.
-    pub fn next_chunk(&mut self, mut into: ChunkBuf) -> Result<Result<ChunkBuf, ChunkBuf>> {
+    /// The next chunk of whole records, or `None` at the end of the (ranged) object. `spare`
+    /// is a buffer to reuse.
+    pub fn next_chunk(&mut self, spare: Option<ChunkBuf>) -> Result<Option<Chunk<'a>>> {
         if self.done {
-            return Ok(Err(into));
+            return Ok(None);
         }
         if self.skip_partial {
             loop {
                 self.fill(self.target)?;
                 let rd = &self.fmt.record;
-                if let Some(i) = memchr::memmem::find(self.pending.bytes(), rd) {
+                if let Some(i) = memchr::memmem::find(self.window.bytes(), rd) {
                     let n = i + rd.len();
                     self.drop_front(n);
                     self.skip_partial = false;
                     break;
                 }
-                if self.eof {
-                    let n = self.pending.len;
+                if self.window.at_eof() {
+                    let n = self.window.bytes().len();
                     self.drop_front(n);
                     self.done = true;
-                    return Ok(Err(into));
+                    return Ok(None);
                 }
                 // Keep only enough bytes to recognise a delimiter split across reads.
                 let keep = self.fmt.record.len() - 1;
-                let n = self.pending.len.saturating_sub(keep);
+                let n = self.window.bytes().len().saturating_sub(keep);
                 self.drop_front(n);
             }
         }
         self.fill(self.target)?;
         let cut = loop {
             let past_range = self.last_start.is_some_and(|last| self.offset > last);
-            if self.pending.len == 0 || past_range {
+            if self.window.bytes().is_empty() || past_range {
                 self.done = true;
-                return Ok(Err(into));
+                return Ok(None);
             }
             if let Some(cut) = self.range_cut() {
                 self.done = true;
                 break cut;
             }
-            if self.eof {
+            if self.window.at_eof() {
                 self.done = true;
-                break self.pending.len;
+                break self.window.bytes().len();
             }
             match self.last_boundary()? {
                 Some(cut) => break cut,
                 None => self.grow_or_fail()?,
             }
         };
-        into.clear();
-        let chunk = std::mem::replace(&mut self.pending, into);
-        self.pending.extend(&chunk.data[cut..chunk.len]);
-        let mut chunk = chunk;
-        chunk.len = cut;
+        let chunk = self.window.take(cut, spare);
         self.offset += cut as u64;
         self.consumed += cut as u64;
-        Ok(Ok(chunk))
+        Ok(Some(chunk))
     }
 
     /// With a ScanRange End inside `pending`: the cut after the record that contains it.
     fn range_cut(&self) -> Option<usize> {
         let last = self.last_start?;
         let rd = &self.fmt.record;
-        let bytes = self.pending.bytes();
+        let bytes = self.window.bytes();
         // A delimiter whose last byte is at object offset >= End ends the final record.
         let first_ok = (last + 1).saturating_sub(rd.len() as u64);
         let from = first_ok.saturating_sub(self.offset);
@@ -288,14 +408,14 @@ impl<R: Read> Chunker<R> {
         let from = from as usize;
         match memchr::memmem::find(&bytes[from..], rd) {
             Some(i) => Some(from + i + rd.len()),
-            None if self.eof => Some(bytes.len()),
+            None if self.window.at_eof() => Some(bytes.len()),
             None => None,
         }
     }
 
     /// The end of the last complete record in `pending`, if there is one.
     fn last_boundary(&self) -> Result<Option<usize>> {
-        let bytes = self.pending.bytes();
+        let bytes = self.window.bytes();
         let rd = &self.fmt.record;
         let quotes_matter = self.fmt.allow_quoted_record_delimiter
             && self

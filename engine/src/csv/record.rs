@@ -99,52 +99,64 @@ impl<'c> Record<'c> {
         self.scratch.clear();
     }
 
-    /// The position of the `k`-th (0-based) delimiter at or after `from`, if it lies before
-    /// the end of the record.
-    #[inline]
-    fn nth_delim(&self, from: usize, mut k: usize) -> Option<usize> {
-        let end = self.end;
-        if from >= end {
-            return None;
-        }
-        let mut word = from >> 6;
-        let mut bits = *self.delims.get(word)? & (!0u64 << (from & 63));
-        loop {
-            let c = bits.count_ones() as usize;
-            if k < c {
-                let pos = (word << 6) + select_bit(bits, k as u32) as usize;
-                return (pos < end).then_some(pos);
-            }
-            k -= c;
-            word += 1;
-            if word << 6 >= end {
-                return None;
-            }
-            bits = *self.delims.get(word)?;
-        }
-    }
-
     /// Locates field `i` of a chunk record: `(start, end)` in the chunk.
+    ///
+    /// One pass over the delimiter words: from the last field found (or the record's start),
+    /// pass `skip` delimiters by counting bits, then take the next one as the field's end.
     #[inline]
     fn locate(&self, i: usize) -> Option<(usize, usize)> {
         let (ci, cs, ce) = self.cursor.get();
-        let start = if ci != usize::MAX && i > ci {
-            // From the end of the last field found: skip `i - ci - 1` delimiters after it.
-            if ce >= self.end {
+        if ci == i {
+            return Some((cs, ce));
+        }
+        let limit = self.end;
+        let (from, mut skip) = if ci != usize::MAX && i > ci {
+            if ce >= limit {
                 return None;
             }
-            match i - ci - 1 {
-                0 => ce + 1,
-                k => self.nth_delim(ce + 1, k - 1)? + 1,
-            }
-        } else if ci == i {
-            return Some((cs, ce));
-        } else if i == 0 {
-            self.start
+            (ce + 1, i - ci - 1)
         } else {
-            self.nth_delim(self.start, i - 1)? + 1
+            (self.start, i)
         };
-        let end = self.nth_delim(start, 0).unwrap_or(self.end);
+        let mut word = from >> 6;
+        // `from` is the record's end when the previous field was its last delimiter: then
+        // the field is there and empty (`a|b|`).
+        let mut bits = if from < limit {
+            *self.delims.get(word)? & (!0u64 << (from & 63))
+        } else {
+            0
+        };
+        let mut start = from;
+        if skip > 0 {
+            loop {
+                let c = bits.count_ones() as usize;
+                if skip <= c {
+                    let d = (word << 6) + select_bit(bits, (skip - 1) as u32) as usize;
+                    if d >= limit {
+                        return None;
+                    }
+                    start = d + 1;
+                    // Keep only the delimiters after `d`.
+                    bits &= (!0u64 << (d & 63)) << 1;
+                    break;
+                }
+                skip -= c;
+                word += 1;
+                if word << 6 >= limit {
+                    return None;
+                }
+                bits = *self.delims.get(word)?;
+            }
+        }
+        while bits == 0 {
+            word += 1;
+            if word << 6 >= limit {
+                self.cursor.set((i, start, limit));
+                return Some((start, limit));
+            }
+            bits = *self.delims.get(word)?;
+        }
+        let end = ((word << 6) + bits.trailing_zeros() as usize).min(limit);
         self.cursor.set((i, start, end));
         Some((start, end))
     }
