@@ -547,7 +547,9 @@ fn process_chunk(
         plan.limit
     };
     let row_cap = limit.map(|l| l.saturating_sub(out.rows_before));
-    let mut names: Vec<String> = Vec::new();
+    let mut scratch = RowScratch::default();
+    let clean = matches!(plan.output, Output::Exprs(_))
+        && ctx.writer.chunk_is_clean(chunk, &scanner.format().record);
     scanner.scan(chunk, |rec: &mut Record<'_>| {
         if let Some(f) = &plan.filter {
             let row = Row {
@@ -571,7 +573,13 @@ fn process_chunk(
             }
             return Ok(Flow::Continue);
         }
-        write_row(ctx, &row, &mut out.bytes, &mut names)?;
+        write_row(
+            ctx,
+            &row,
+            &mut out.bytes,
+            &mut scratch,
+            clean && rec.is_raw(),
+        )?;
         out.rows += 1;
         if let Some(cap) = row_cap {
             out.row_ends.push(out.bytes.len());
@@ -594,11 +602,14 @@ fn star_name<'n>(header: &'n [String], names: &'n mut Vec<String>, i: usize) -> 
     &names[i]
 }
 
+/// Writes one output row. `clean`: the record's fields need no quoting (see
+/// `RowWriter::chunk_is_clean`).
 fn write_row(
     ctx: &Ctx<'_>,
     row: &Row<'_, '_>,
     out: &mut Vec<u8>,
-    names: &mut Vec<String>,
+    scratch: &mut RowScratch,
+    clean: bool,
 ) -> Result<()> {
     let w = ctx.writer;
     let row_start = out.len();
@@ -607,7 +618,7 @@ fn write_row(
         Output::Star => {
             for i in 0..row.record.len() {
                 let s = crate::eval::expr::field_value(row.record, i)?;
-                let name = star_name(ctx.header, names, i);
+                let name = star_name(ctx.header, &mut scratch.names, i);
                 w.value_field(out, i, name, &s);
             }
         }
@@ -625,7 +636,11 @@ fn write_row(
                                     row.record.offset()
                                 )
                             })?;
-                            w.str_field(out, i, name, s);
+                            if clean {
+                                w.clean_field(out, i, name, s);
+                            } else {
+                                w.str_field(out, i, name, s);
+                            }
                         }
                         None => w.value_field(out, i, name, &Value::Missing),
                     },
@@ -638,14 +653,25 @@ fn write_row(
         }
     }
     w.end_row(out);
-    if out.len() - row_start > crate::csv::MAX_RECORD_BYTES {
+    check_row_size(out.len() - row_start)
+}
+
+/// AWS caps result records at 1 MiB too.
+fn check_row_size(len: usize) -> Result<()> {
+    if len > crate::csv::MAX_RECORD_BYTES {
         return Err(err!(
             OverMaxRecordSize,
-            "a result record is {} bytes, over the 1 MiB limit",
-            out.len() - row_start
+            "a result record is {len} bytes, over the 1 MiB limit"
         ));
     }
     Ok(())
+}
+
+/// Per-chunk buffers reused from row to row.
+#[derive(Default)]
+struct RowScratch {
+    /// `SELECT *` names `_N` without a header.
+    names: Vec<String>,
 }
 
 fn write_agg_row(ctx: &Ctx<'_>, values: &[Value<'static>], out: &mut Vec<u8>) -> Result<()> {
@@ -654,6 +680,5 @@ fn write_agg_row(ctx: &Ctx<'_>, values: &[Value<'static>], out: &mut Vec<u8>) ->
         record: &empty,
         aggs: values,
     };
-    let mut names = Vec::new();
-    write_row(ctx, &row, out, &mut names)
+    write_row(ctx, &row, out, &mut RowScratch::default(), false)
 }

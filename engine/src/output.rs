@@ -37,6 +37,48 @@ impl RowWriter {
         }
     }
 
+    /// Whether no field cut from `chunk` by the fast scanner (no quotes, split on
+    /// `input_record`) could need quoting or escaping, so that such fields can be copied as
+    /// they are ([`RowWriter::clean_field`]). One memchr pass per chunk instead of a check
+    /// per field.
+    pub fn chunk_is_clean(&self, chunk: &[u8], input_record: &[u8]) -> bool {
+        let RowWriter::Csv(w) = self else {
+            return false;
+        };
+        if w.always || w.quote.is_empty() {
+            return false;
+        }
+        let mut probe: Vec<u8> = w.special_list.clone();
+        // Fields of a record split on "\n" cannot contain "\n".
+        if input_record == b"\n" {
+            probe.retain(|&b| b != b'\n');
+        }
+        match probe.as_slice() {
+            [] => true,
+            [a] => memchr::memchr(*a, chunk).is_none(),
+            [a, b] => memchr::memchr2(*a, *b, chunk).is_none(),
+            [a, b, c] => memchr::memchr3(*a, *b, *c, chunk).is_none(),
+            [a, b, c, rest @ ..] => {
+                memchr::memchr3(*a, *b, *c, chunk).is_none()
+                    && rest.iter().all(|&x| memchr::memchr(x, chunk).is_none())
+            }
+        }
+    }
+
+    /// Field `i`: a string known to need no quoting (see [`RowWriter::chunk_is_clean`]).
+    #[inline]
+    pub fn clean_field(&self, out: &mut Vec<u8>, i: usize, name: &str, s: &str) {
+        match self {
+            RowWriter::Csv(w) => {
+                if i > 0 {
+                    push_small(out, &w.field);
+                }
+                push_small(out, s.as_bytes());
+            }
+            RowWriter::Json(_) => self.str_field(out, i, name, s),
+        }
+    }
+
     /// Field `i` of the row: any value.
     pub fn value_field(&self, out: &mut Vec<u8>, i: usize, name: &str, v: &Value<'_>) {
         match self {
@@ -66,6 +108,21 @@ impl RowWriter {
     }
 }
 
+/// Appends a short slice without a call to memcpy; most fields are a few bytes long.
+#[inline(always)]
+fn push_small(out: &mut Vec<u8>, bytes: &[u8]) {
+    let n = bytes.len();
+    if n <= 16 {
+        // Through a 16-byte stack buffer: measured with callgrind, fewer instructions than
+        // extend_from_slice's memcpy call or a byte-by-byte push.
+        let mut tmp = [0u8; 16];
+        tmp[..n].copy_from_slice(bytes);
+        out.extend_from_slice(&tmp[..n]);
+    } else {
+        out.extend_from_slice(bytes);
+    }
+}
+
 /// CSV output with AWS's quoting rules.
 #[derive(Debug, Clone)]
 pub struct CsvWriter {
@@ -77,6 +134,8 @@ pub struct CsvWriter {
     /// Bytes that make an as-needed field quoted: the first byte of each delimiter, the quote
     /// and escape, and CR/LF.
     special: [bool; 256],
+    /// The same bytes as a list, for memchr.
+    special_list: Vec<u8>,
 }
 
 impl CsvWriter {
@@ -101,6 +160,7 @@ impl CsvWriter {
         }
         special[b'\n' as usize] = true;
         special[b'\r' as usize] = true;
+        let special_list = (0..=255u8).filter(|&b| special[b as usize]).collect();
         Ok(CsvWriter {
             field,
             record,
@@ -108,6 +168,7 @@ impl CsvWriter {
             escape,
             always: c.quote_fields == QuoteFields::Always,
             special,
+            special_list,
         })
     }
 

@@ -220,6 +220,11 @@ impl<'c> Record<'c> {
         self.len() == 0
     }
 
+    /// Whether the fields are cut straight from the chunk (no quote was read).
+    pub fn is_raw(&self) -> bool {
+        self.storage == Storage::Chunk
+    }
+
     /// Byte offset of the record in its chunk, for error messages.
     pub fn offset(&self) -> usize {
         self.start
