@@ -248,11 +248,39 @@ impl Parser<'_> {
         result
     }
 
+    /// Whether `DISTINCT` or `ALL` is next and used as a set quantifier (`DISTINCT x`)
+    /// rather than as a column name (`distinct + 1`, `SELECT all FROM …`): it is one when
+    /// the token after it starts an expression.
+    fn at_set_quantifier(&self) -> bool {
+        (self.is_word("DISTINCT") || self.is_word("ALL"))
+            && matches!(
+                self.peek_nth(1).kind,
+                TokenKind::Ident(_)
+                    | TokenKind::QuotedIdent(_)
+                    | TokenKind::Str(_)
+                    | TokenKind::Int(_)
+                    | TokenKind::Decimal(_)
+                    | TokenKind::Float(_)
+                    | TokenKind::Timestamp(_)
+                    | TokenKind::LParen
+                    | TokenKind::Star
+                    | TokenKind::Keyword(
+                        Keyword::Null
+                            | Keyword::Missing
+                            | Keyword::True
+                            | Keyword::False
+                            | Keyword::Case
+                            | Keyword::Cast
+                            | Keyword::Not
+                    )
+            )
+    }
+
     // --- statement -------------------------------------------------------------------------
 
     fn query(&mut self) -> Result<Query, SelectError> {
         self.expect_kw(Keyword::Select, ErrorCode::ParseUnexpectedToken)?;
-        if self.is_word("DISTINCT") || self.is_word("ALL") {
+        if self.at_set_quantifier() {
             return Err(self.error_here(
                 ErrorCode::ParseUnsupportedSyntax,
                 "SELECT DISTINCT/ALL is not supported by S3 Select",
@@ -794,12 +822,7 @@ impl Parser<'_> {
                 pos,
             });
         }
-        let quantifier = (self.is_word("DISTINCT") || self.is_word("ALL"))
-            && !matches!(
-                self.peek_nth(1).kind,
-                TokenKind::RParen | TokenKind::Comma | TokenKind::Dot
-            );
-        if quantifier {
+        if self.at_set_quantifier() {
             return Err(self.error_here(
                 ErrorCode::ParseUnsupportedSyntax,
                 "DISTINCT/ALL in aggregate functions is not supported",

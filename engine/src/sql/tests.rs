@@ -484,6 +484,14 @@ fn empty_select_and_non_select() {
         "SELECT DISTINCT _1 FROM S3Object",
         ErrorCode::ParseUnsupportedSyntax,
     );
+    fails(
+        "SELECT ALL * FROM S3Object",
+        ErrorCode::ParseUnsupportedSyntax,
+    );
+    // Columns that happen to be called `distinct` or `all` still work.
+    q("SELECT distinct FROM S3Object");
+    q("SELECT all, distinct + 1 FROM S3Object");
+    q("SELECT COUNT(distinct) FROM S3Object");
 }
 
 #[test]
