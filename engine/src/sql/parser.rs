@@ -293,7 +293,7 @@ impl Parser<'_> {
         if !self.eat_kw(Keyword::From) {
             return Err(self.unexpected(ErrorCode::ParseSelectMissingFrom, "FROM"));
         }
-        let from = self.from_clause()?;
+        let from = self.source_clause()?;
         let where_clause = if self.eat_kw(Keyword::Where) {
             Some(self.expr()?)
         } else {
@@ -395,7 +395,7 @@ impl Parser<'_> {
         Some(Ident { name, quoted, pos })
     }
 
-    fn from_clause(&mut self) -> Result<From, SelectError> {
+    fn source_clause(&mut self) -> Result<From, SelectError> {
         let source = if self.is_word("S3Object") {
             Source::S3Object
         } else if self.is_word("stdin") {
