@@ -1,24 +1,27 @@
 //! Tokens → [`Query`], by recursive descent.
 //!
-//! Operator precedence, lowest first, follows the PartiQL grammar that S3 Select is built on:
+//! Operator precedence, lowest first, follows the original (pre-ANTLR) `SqlParser` of
+//! PartiQL's reference implementation, the PartiQL that AWS shipped S3 Select with, whose
+//! infix table is
+//! `OR` 10, `AND` 20, `NOT` 30, `= <> IS IN` 40, `< <= > >= BETWEEN LIKE` 50, `+ - ||` 60,
+//! `* / %` 70. That also agrees with AWS's documented table (which ranks `=` below `< >`
+//! and both below LIKE/BETWEEN, and does not list `||`):
 //!
-//! | level          | operators                                                        |
-//! |----------------|------------------------------------------------------------------|
-//! | or             | `OR`                                                             |
-//! | and            | `AND`                                                            |
-//! | not            | `NOT` (prefix)                                                   |
-//! | predicate      | `= != <> < <= > >=`, `IS [NOT] NULL/MISSING`, `[NOT] IN (…)`,    |
-//! |                | `[NOT] LIKE … [ESCAPE …]`, `[NOT] BETWEEN … AND …`               |
-//! | concat         | `\|\|`                                                           |
-//! | additive       | `+ -`                                                            |
-//! | multiplicative | `* / %`                                                          |
-//! | unary          | `- +` (prefix)                                                   |
-//! | primary        | literals, columns, `( … )`, CASE, CAST, function calls           |
+//! | level          | operators                                                      |
+//! |----------------|----------------------------------------------------------------|
+//! | or             | `OR`                                                           |
+//! | and            | `AND`                                                          |
+//! | not            | `NOT` (prefix)                                                 |
+//! | equality       | `= != <> ==`, `IS [NOT] NULL/MISSING`, `[NOT] IN (…)`          |
+//! | comparison     | `< <= > >=`, `[NOT] BETWEEN … AND …`, `[NOT] LIKE … [ESCAPE …]`|
+//! | additive       | `+ - \|\|`                                                     |
+//! | multiplicative | `* / %`                                                        |
+//! | unary          | `- +` (prefix)                                                 |
+//! | primary        | literals, columns, `( … )`, CASE, CAST, function calls         |
 //!
-//! PartiQL puts `||` on its own level between the predicates and `+ -` (its `mathOp00`), so
-//! `'a' || 1 + 2` is `'a' || (1 + 2)`. Binary operators are left-associative. The operands of
-//! BETWEEN, LIKE/ESCAPE and comparisons are parsed at the concat level, so the `AND` of
-//! `BETWEEN a AND b` is never mistaken for a conjunction.
+//! Binary operators are left-associative, including those of one predicate level
+//! (`a = b IN (…)` is `(a = b) IN (…)`). The newer ANTLR PartiQL grammar differs (it puts
+//! `||` below `+ -` and all predicates on one level); we follow what AWS ran.
 //!
 //! Every error names the offending token and its position.
 
@@ -505,17 +508,33 @@ impl Parser<'_> {
                 expr: Box::new(expr),
             });
         }
-        self.predicate()
+        self.equality_expr()
     }
 
-    /// Comparisons and the SQL predicates, any number of them left to right
-    /// (`a = b = c` is `(a = b) = c`, as in PartiQL).
-    fn predicate(&mut self) -> Result<Expr, SelectError> {
-        let mut left = self.concat_expr()?;
+    /// Whether the next tokens are `NOT` followed by one of `kws` (`NOT IN`, `NOT LIKE`, …).
+    fn at_negated(&self, kws: &[Keyword]) -> bool {
+        self.is_kw(Keyword::Not)
+            && matches!(self.peek_nth(1).kind, TokenKind::Keyword(k) if kws.contains(&k))
+    }
+
+    /// `a OP b` for a comparison operator at the current token: the operator's position.
+    fn binary(op: BinaryOp, left: Expr, right: Expr, pos: Pos) -> Expr {
+        Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+            pos,
+        }
+    }
+
+    /// The equality level: `= != <> ==`, `IS [NOT] NULL|MISSING`, `[NOT] IN (…)`, any number
+    /// of them left to right (`a = b = c` is `(a = b) = c`).
+    fn equality_expr(&mut self) -> Result<Expr, SelectError> {
+        let mut left = self.comparison_expr()?;
         let mut chain = 0;
         loop {
-            let token = self.peek().clone();
-            let comparison = match token.kind {
+            let pos = self.peek().pos;
+            let op = match self.kind() {
                 TokenKind::Eq => Some(BinaryOp::Eq),
                 TokenKind::EqEq if self.dialect == Dialect::Ceph => Some(BinaryOp::Eq),
                 TokenKind::EqEq => {
@@ -525,88 +544,102 @@ impl Parser<'_> {
                     ))
                 }
                 TokenKind::NotEq => Some(BinaryOp::NotEq),
+                _ => None,
+            };
+            if let Some(op) = op {
+                self.advance();
+                self.charge(1)?;
+                chain += 1;
+                let right = self.comparison_expr()?;
+                left = Self::binary(op, left, right, pos);
+                continue;
+            }
+            let negated = self.at_negated(&[Keyword::In]);
+            if negated {
+                self.advance();
+            }
+            let expr = Box::new(left);
+            left = if self.eat_kw(Keyword::In) {
+                let list = self.in_list()?;
+                Expr::InList {
+                    expr,
+                    list,
+                    negated,
+                }
+            } else if self.eat_kw(Keyword::Is) {
+                let negated = self.eat_kw(Keyword::Not);
+                if self.eat_kw(Keyword::Null) {
+                    Expr::IsNull { expr, negated }
+                } else if self.eat_kw(Keyword::Missing) {
+                    Expr::IsMissing { expr, negated }
+                } else {
+                    return Err(self.unexpected(ErrorCode::ParseExpectedKeyword, "NULL or MISSING"));
+                }
+            } else {
+                left = *expr;
+                break;
+            };
+            self.charge(1)?;
+            chain += 1;
+        }
+        self.refund(chain);
+        Ok(left)
+    }
+
+    /// The comparison level: `< <= > >=`, `[NOT] BETWEEN … AND …`, `[NOT] LIKE … [ESCAPE …]`.
+    /// Their operands are additive expressions, so the `AND` of BETWEEN is never taken for
+    /// a conjunction.
+    fn comparison_expr(&mut self) -> Result<Expr, SelectError> {
+        let mut left = self.additive_expr()?;
+        let mut chain = 0;
+        loop {
+            let pos = self.peek().pos;
+            let op = match self.kind() {
                 TokenKind::Lt => Some(BinaryOp::Lt),
                 TokenKind::LtEq => Some(BinaryOp::LtEq),
                 TokenKind::Gt => Some(BinaryOp::Gt),
                 TokenKind::GtEq => Some(BinaryOp::GtEq),
                 _ => None,
             };
-            if let Some(op) = comparison {
+            if let Some(op) = op {
                 self.advance();
                 self.charge(1)?;
                 chain += 1;
-                let right = self.concat_expr()?;
-                left = Expr::Binary {
-                    op,
-                    left: Box::new(left),
-                    right: Box::new(right),
-                    pos: token.pos,
-                };
+                let right = self.additive_expr()?;
+                left = Self::binary(op, left, right, pos);
                 continue;
             }
-            let negated = token.kind == TokenKind::Keyword(Keyword::Not)
-                && matches!(
-                    self.peek_nth(1).kind,
-                    TokenKind::Keyword(Keyword::In | Keyword::Like | Keyword::Between)
-                );
+            let negated = self.at_negated(&[Keyword::Between, Keyword::Like]);
             if negated {
                 self.advance();
             }
             let expr = Box::new(left);
-            left = match self.kind() {
-                TokenKind::Keyword(Keyword::Is) => {
-                    self.advance();
-                    let negated = self.eat_kw(Keyword::Not);
-                    if self.eat_kw(Keyword::Null) {
-                        Expr::IsNull { expr, negated }
-                    } else if self.eat_kw(Keyword::Missing) {
-                        Expr::IsMissing { expr, negated }
-                    } else {
-                        return Err(
-                            self.unexpected(ErrorCode::ParseExpectedKeyword, "NULL or MISSING")
-                        );
-                    }
+            left = if self.eat_kw(Keyword::Between) {
+                let low = Box::new(self.additive_expr()?);
+                self.expect_kw(Keyword::And, ErrorCode::ParseExpectedKeyword)?;
+                let high = Box::new(self.additive_expr()?);
+                Expr::Between {
+                    expr,
+                    low,
+                    high,
+                    negated,
                 }
-                TokenKind::Keyword(Keyword::In) => {
-                    self.advance();
-                    let list = self.in_list()?;
-                    Expr::InList {
-                        expr,
-                        list,
-                        negated,
-                    }
+            } else if self.eat_kw(Keyword::Like) {
+                let pattern = Box::new(self.additive_expr()?);
+                let escape = if self.eat_kw(Keyword::Escape) {
+                    Some(Box::new(self.additive_expr()?))
+                } else {
+                    None
+                };
+                Expr::Like {
+                    expr,
+                    pattern,
+                    escape,
+                    negated,
                 }
-                TokenKind::Keyword(Keyword::Like) => {
-                    self.advance();
-                    let pattern = Box::new(self.concat_expr()?);
-                    let escape = if self.eat_kw(Keyword::Escape) {
-                        Some(Box::new(self.concat_expr()?))
-                    } else {
-                        None
-                    };
-                    Expr::Like {
-                        expr,
-                        pattern,
-                        escape,
-                        negated,
-                    }
-                }
-                TokenKind::Keyword(Keyword::Between) => {
-                    self.advance();
-                    let low = Box::new(self.concat_expr()?);
-                    self.expect_kw(Keyword::And, ErrorCode::ParseExpectedKeyword)?;
-                    let high = Box::new(self.concat_expr()?);
-                    Expr::Between {
-                        expr,
-                        low,
-                        high,
-                        negated,
-                    }
-                }
-                _ => {
-                    left = *expr;
-                    break;
-                }
+            } else {
+                left = *expr;
+                break;
             };
             self.charge(1)?;
             chain += 1;
@@ -643,18 +676,12 @@ impl Parser<'_> {
         Ok(list)
     }
 
-    fn concat_expr(&mut self) -> Result<Expr, SelectError> {
-        self.binary_chain(
-            |k| (*k == TokenKind::Concat).then_some(BinaryOp::Concat),
-            Self::additive_expr,
-        )
-    }
-
     fn additive_expr(&mut self) -> Result<Expr, SelectError> {
         self.binary_chain(
             |k| match k {
                 TokenKind::Plus => Some(BinaryOp::Add),
                 TokenKind::Minus => Some(BinaryOp::Sub),
+                TokenKind::Concat => Some(BinaryOp::Concat),
                 _ => None,
             },
             Self::multiplicative_expr,
