@@ -147,8 +147,29 @@ fn real_client_queries_parse() {
         "SELECT s.name, s.city FROM S3Object s WHERE s.age > 30 LIMIT 10;",
     ];
     for sql in queries {
-        q(sql);
+        // Each also survives print → parse unchanged.
+        let parsed = without_positions(&q(sql));
+        let printed = parsed.to_string();
+        assert_eq!(
+            without_positions(&q(&printed)),
+            parsed,
+            "{sql} printed as {printed}"
+        );
     }
+}
+
+#[test]
+fn printed_query_text() {
+    assert_eq!(
+        q("select s._1 as a, count(*) from s3object s where s._2 <> '' and s._3 like 'x%' limit 3;")
+            .to_string(),
+        "SELECT s._1 AS a, COUNT(*) FROM S3Object AS s WHERE ((s._2 <> '') AND (s._3 LIKE \
+         'x%')) LIMIT 3"
+    );
+    assert_eq!(
+        parse_ok("select \"it's\" from stdin", Dialect::Ceph).to_string(),
+        "SELECT 'it''s' FROM stdin"
+    );
 }
 
 #[test]
