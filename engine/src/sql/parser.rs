@@ -289,7 +289,7 @@ impl Parser<'_> {
                 "SELECT DISTINCT/ALL is not supported by S3 Select",
             ));
         }
-        if self.is_kw(Keyword::From) {
+        if self.is_kw(Keyword::From) || *self.kind() == TokenKind::Eof {
             return Err(self.error_here(ErrorCode::ParseEmptySelect, "the SELECT list is empty"));
         }
         let projection = self.projection()?;

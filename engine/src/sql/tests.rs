@@ -499,6 +499,11 @@ fn missing_from() {
 #[test]
 fn empty_select_and_non_select() {
     fails("SELECT FROM S3Object", ErrorCode::ParseEmptySelect);
+    fails("select", ErrorCode::ParseEmptySelect);
+    fails(
+        "SELECT _1, FROM S3Object",
+        ErrorCode::ParseExpectedExpression,
+    );
     fails("", ErrorCode::ParseUnexpectedToken);
     fails("DELETE FROM S3Object", ErrorCode::ParseUnexpectedToken);
     fails(
