@@ -43,15 +43,16 @@ pub const MAX_SQL_BYTES: usize = 256 * 1024;
 /// [`NESTING_COST`]; every further operand of a left-associative chain (`a OR b OR c …`)
 /// costs 1, because such a chain becomes a tree as deep as it is long. Without a bound, a
 /// 256 KiB query of `((((…` or `1+1+1…` would overflow the stack here, or later when the
-/// tree is dropped, bound or evaluated — all of which recurse. 100 levels of parentheses or a
-/// 1000-term OR chain is far beyond anything a client generates.
+/// tree is dropped, bound or evaluated — all of which recurse. About 100 levels of
+/// parentheses, or an operator chain of about 1000 terms, is far beyond anything a client
+/// generates. Exceeding the budget is ParseUnsupportedSyntax ("nested too deeply").
 const MAX_DEPTH: u32 = 1000;
 const NESTING_COST: u32 = 10;
 
 /// Parses one S3 Select statement.
 ///
-/// Checks the length limit before anything else, as AWS does, so an over-long text is
-/// reported as such even if it is also malformed.
+/// Checks the 256 KiB limit before anything else, so an over-long text is reported as
+/// ExpressionTooLong even if it is also malformed, and is never tokenized.
 pub fn parse(sql: &str, dialect: Dialect) -> Result<Query, SelectError> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(err!(
