@@ -26,4 +26,6 @@ pub enum Dialect {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod tests;

@@ -1,24 +1,27 @@
 //! Tokens → [`Query`], by recursive descent.
 //!
-//! Operator precedence, lowest first, follows the PartiQL grammar that S3 Select is built on:
+//! Operator precedence, lowest first, follows the original (pre-ANTLR) `SqlParser` of
+//! PartiQL's reference implementation, the PartiQL that AWS shipped S3 Select with, whose
+//! infix table is
+//! `OR` 10, `AND` 20, `NOT` 30, `= <> IS IN` 40, `< <= > >= BETWEEN LIKE` 50, `+ - ||` 60,
+//! `* / %` 70. That also agrees with AWS's documented table (which ranks `=` below `< >`
+//! and both below LIKE/BETWEEN, and does not list `||`):
 //!
-//! | level          | operators                                                        |
-//! |----------------|------------------------------------------------------------------|
-//! | or             | `OR`                                                             |
-//! | and            | `AND`                                                            |
-//! | not            | `NOT` (prefix)                                                   |
-//! | predicate      | `= != <> < <= > >=`, `IS [NOT] NULL/MISSING`, `[NOT] IN (…)`,    |
-//! |                | `[NOT] LIKE … [ESCAPE …]`, `[NOT] BETWEEN … AND …`               |
-//! | concat         | `\|\|`                                                           |
-//! | additive       | `+ -`                                                            |
-//! | multiplicative | `* / %`                                                          |
-//! | unary          | `- +` (prefix)                                                   |
-//! | primary        | literals, columns, `( … )`, CASE, CAST, function calls           |
+//! | level          | operators                                                      |
+//! |----------------|----------------------------------------------------------------|
+//! | or             | `OR`                                                           |
+//! | and            | `AND`                                                          |
+//! | not            | `NOT` (prefix)                                                 |
+//! | equality       | `= != <> ==`, `IS [NOT] NULL/MISSING`, `[NOT] IN (…)`          |
+//! | comparison     | `< <= > >=`, `[NOT] BETWEEN … AND …`, `[NOT] LIKE … [ESCAPE …]`|
+//! | additive       | `+ - \|\|`                                                     |
+//! | multiplicative | `* / %`                                                        |
+//! | unary          | `- +` (prefix)                                                 |
+//! | primary        | literals, columns, `( … )`, CASE, CAST, function calls         |
 //!
-//! PartiQL puts `||` on its own level between the predicates and `+ -` (its `mathOp00`), so
-//! `'a' || 1 + 2` is `'a' || (1 + 2)`. Binary operators are left-associative. The operands of
-//! BETWEEN, LIKE/ESCAPE and comparisons are parsed at the concat level, so the `AND` of
-//! `BETWEEN a AND b` is never mistaken for a conjunction.
+//! Binary operators are left-associative, including those of one predicate level
+//! (`a = b IN (…)` is `(a = b) IN (…)`). The newer ANTLR PartiQL grammar differs (it puts
+//! `||` below `+ -` and all predicates on one level); we follow what AWS ran.
 //!
 //! Every error names the offending token and its position.
 
@@ -40,15 +43,16 @@ pub const MAX_SQL_BYTES: usize = 256 * 1024;
 /// [`NESTING_COST`]; every further operand of a left-associative chain (`a OR b OR c …`)
 /// costs 1, because such a chain becomes a tree as deep as it is long. Without a bound, a
 /// 256 KiB query of `((((…` or `1+1+1…` would overflow the stack here, or later when the
-/// tree is dropped, bound or evaluated — all of which recurse. 100 levels of parentheses or a
-/// 1000-term OR chain is far beyond anything a client generates.
+/// tree is dropped, bound or evaluated — all of which recurse. About 100 levels of
+/// parentheses, or an operator chain of about 1000 terms, is far beyond anything a client
+/// generates. Exceeding the budget is ParseUnsupportedSyntax ("nested too deeply").
 const MAX_DEPTH: u32 = 1000;
 const NESTING_COST: u32 = 10;
 
 /// Parses one S3 Select statement.
 ///
-/// Checks the length limit before anything else, as AWS does, so an over-long text is
-/// reported as such even if it is also malformed.
+/// Checks the 256 KiB limit before anything else, so an over-long text is reported as
+/// ExpressionTooLong even if it is also malformed, and is never tokenized.
 pub fn parse(sql: &str, dialect: Dialect) -> Result<Query, SelectError> {
     if sql.len() > MAX_SQL_BYTES {
         return Err(err!(
@@ -248,24 +252,52 @@ impl Parser<'_> {
         result
     }
 
+    /// Whether `DISTINCT` or `ALL` is next and used as a set quantifier (`DISTINCT x`)
+    /// rather than as a column name (`distinct + 1`, `SELECT all FROM …`): it is one when
+    /// the token after it starts an expression.
+    fn at_set_quantifier(&self) -> bool {
+        (self.is_word("DISTINCT") || self.is_word("ALL"))
+            && matches!(
+                self.peek_nth(1).kind,
+                TokenKind::Ident(_)
+                    | TokenKind::QuotedIdent(_)
+                    | TokenKind::Str(_)
+                    | TokenKind::Int(_)
+                    | TokenKind::Decimal(_)
+                    | TokenKind::Float(_)
+                    | TokenKind::Timestamp(_)
+                    | TokenKind::LParen
+                    | TokenKind::Star
+                    | TokenKind::Keyword(
+                        Keyword::Null
+                            | Keyword::Missing
+                            | Keyword::True
+                            | Keyword::False
+                            | Keyword::Case
+                            | Keyword::Cast
+                            | Keyword::Not
+                    )
+            )
+    }
+
     // --- statement -------------------------------------------------------------------------
 
     fn query(&mut self) -> Result<Query, SelectError> {
         self.expect_kw(Keyword::Select, ErrorCode::ParseUnexpectedToken)?;
-        if self.is_word("DISTINCT") || self.is_word("ALL") {
+        if self.at_set_quantifier() {
             return Err(self.error_here(
                 ErrorCode::ParseUnsupportedSyntax,
                 "SELECT DISTINCT/ALL is not supported by S3 Select",
             ));
         }
-        if self.is_kw(Keyword::From) {
+        if self.is_kw(Keyword::From) || *self.kind() == TokenKind::Eof {
             return Err(self.error_here(ErrorCode::ParseEmptySelect, "the SELECT list is empty"));
         }
         let projection = self.projection()?;
         if !self.eat_kw(Keyword::From) {
             return Err(self.unexpected(ErrorCode::ParseSelectMissingFrom, "FROM"));
         }
-        let from = self.parse_from_clause()?;
+        let from = self.source_clause()?;
         let where_clause = if self.eat_kw(Keyword::Where) {
             Some(self.expr()?)
         } else {
@@ -367,7 +399,7 @@ impl Parser<'_> {
         Some(Ident { name, quoted, pos })
     }
 
-    fn parse_from_clause(&mut self) -> Result<From, SelectError> {
+    fn source_clause(&mut self) -> Result<From, SelectError> {
         let source = if self.is_word("S3Object") {
             Source::S3Object
         } else if self.is_word("stdin") {
@@ -477,17 +509,33 @@ impl Parser<'_> {
                 expr: Box::new(expr),
             });
         }
-        self.predicate()
+        self.equality_expr()
     }
 
-    /// Comparisons and the SQL predicates, any number of them left to right
-    /// (`a = b = c` is `(a = b) = c`, as in PartiQL).
-    fn predicate(&mut self) -> Result<Expr, SelectError> {
-        let mut left = self.concat_expr()?;
+    /// Whether the next tokens are `NOT` followed by one of `kws` (`NOT IN`, `NOT LIKE`, …).
+    fn at_negated(&self, kws: &[Keyword]) -> bool {
+        self.is_kw(Keyword::Not)
+            && matches!(self.peek_nth(1).kind, TokenKind::Keyword(k) if kws.contains(&k))
+    }
+
+    /// `a OP b` for a comparison operator at the current token: the operator's position.
+    fn binary(op: BinaryOp, left: Expr, right: Expr, pos: Pos) -> Expr {
+        Expr::Binary {
+            op,
+            left: Box::new(left),
+            right: Box::new(right),
+            pos,
+        }
+    }
+
+    /// The equality level: `= != <> ==`, `IS [NOT] NULL|MISSING`, `[NOT] IN (…)`, any number
+    /// of them left to right (`a = b = c` is `(a = b) = c`).
+    fn equality_expr(&mut self) -> Result<Expr, SelectError> {
+        let mut left = self.comparison_expr()?;
         let mut chain = 0;
         loop {
-            let token = self.peek().clone();
-            let comparison = match token.kind {
+            let pos = self.peek().pos;
+            let op = match self.kind() {
                 TokenKind::Eq => Some(BinaryOp::Eq),
                 TokenKind::EqEq if self.dialect == Dialect::Ceph => Some(BinaryOp::Eq),
                 TokenKind::EqEq => {
@@ -497,88 +545,102 @@ impl Parser<'_> {
                     ))
                 }
                 TokenKind::NotEq => Some(BinaryOp::NotEq),
+                _ => None,
+            };
+            if let Some(op) = op {
+                self.advance();
+                self.charge(1)?;
+                chain += 1;
+                let right = self.comparison_expr()?;
+                left = Self::binary(op, left, right, pos);
+                continue;
+            }
+            let negated = self.at_negated(&[Keyword::In]);
+            if negated {
+                self.advance();
+            }
+            let expr = Box::new(left);
+            left = if self.eat_kw(Keyword::In) {
+                let list = self.in_list()?;
+                Expr::InList {
+                    expr,
+                    list,
+                    negated,
+                }
+            } else if self.eat_kw(Keyword::Is) {
+                let negated = self.eat_kw(Keyword::Not);
+                if self.eat_kw(Keyword::Null) {
+                    Expr::IsNull { expr, negated }
+                } else if self.eat_kw(Keyword::Missing) {
+                    Expr::IsMissing { expr, negated }
+                } else {
+                    return Err(self.unexpected(ErrorCode::ParseExpectedKeyword, "NULL or MISSING"));
+                }
+            } else {
+                left = *expr;
+                break;
+            };
+            self.charge(1)?;
+            chain += 1;
+        }
+        self.refund(chain);
+        Ok(left)
+    }
+
+    /// The comparison level: `< <= > >=`, `[NOT] BETWEEN … AND …`, `[NOT] LIKE … [ESCAPE …]`.
+    /// Their operands are additive expressions, so the `AND` of BETWEEN is never taken for
+    /// a conjunction.
+    fn comparison_expr(&mut self) -> Result<Expr, SelectError> {
+        let mut left = self.additive_expr()?;
+        let mut chain = 0;
+        loop {
+            let pos = self.peek().pos;
+            let op = match self.kind() {
                 TokenKind::Lt => Some(BinaryOp::Lt),
                 TokenKind::LtEq => Some(BinaryOp::LtEq),
                 TokenKind::Gt => Some(BinaryOp::Gt),
                 TokenKind::GtEq => Some(BinaryOp::GtEq),
                 _ => None,
             };
-            if let Some(op) = comparison {
+            if let Some(op) = op {
                 self.advance();
                 self.charge(1)?;
                 chain += 1;
-                let right = self.concat_expr()?;
-                left = Expr::Binary {
-                    op,
-                    left: Box::new(left),
-                    right: Box::new(right),
-                    pos: token.pos,
-                };
+                let right = self.additive_expr()?;
+                left = Self::binary(op, left, right, pos);
                 continue;
             }
-            let negated = token.kind == TokenKind::Keyword(Keyword::Not)
-                && matches!(
-                    self.peek_nth(1).kind,
-                    TokenKind::Keyword(Keyword::In | Keyword::Like | Keyword::Between)
-                );
+            let negated = self.at_negated(&[Keyword::Between, Keyword::Like]);
             if negated {
                 self.advance();
             }
             let expr = Box::new(left);
-            left = match self.kind() {
-                TokenKind::Keyword(Keyword::Is) => {
-                    self.advance();
-                    let negated = self.eat_kw(Keyword::Not);
-                    if self.eat_kw(Keyword::Null) {
-                        Expr::IsNull { expr, negated }
-                    } else if self.eat_kw(Keyword::Missing) {
-                        Expr::IsMissing { expr, negated }
-                    } else {
-                        return Err(
-                            self.unexpected(ErrorCode::ParseExpectedKeyword, "NULL or MISSING")
-                        );
-                    }
+            left = if self.eat_kw(Keyword::Between) {
+                let low = Box::new(self.additive_expr()?);
+                self.expect_kw(Keyword::And, ErrorCode::ParseExpectedKeyword)?;
+                let high = Box::new(self.additive_expr()?);
+                Expr::Between {
+                    expr,
+                    low,
+                    high,
+                    negated,
                 }
-                TokenKind::Keyword(Keyword::In) => {
-                    self.advance();
-                    let list = self.in_list()?;
-                    Expr::InList {
-                        expr,
-                        list,
-                        negated,
-                    }
+            } else if self.eat_kw(Keyword::Like) {
+                let pattern = Box::new(self.additive_expr()?);
+                let escape = if self.eat_kw(Keyword::Escape) {
+                    Some(Box::new(self.additive_expr()?))
+                } else {
+                    None
+                };
+                Expr::Like {
+                    expr,
+                    pattern,
+                    escape,
+                    negated,
                 }
-                TokenKind::Keyword(Keyword::Like) => {
-                    self.advance();
-                    let pattern = Box::new(self.concat_expr()?);
-                    let escape = if self.eat_kw(Keyword::Escape) {
-                        Some(Box::new(self.concat_expr()?))
-                    } else {
-                        None
-                    };
-                    Expr::Like {
-                        expr,
-                        pattern,
-                        escape,
-                        negated,
-                    }
-                }
-                TokenKind::Keyword(Keyword::Between) => {
-                    self.advance();
-                    let low = Box::new(self.concat_expr()?);
-                    self.expect_kw(Keyword::And, ErrorCode::ParseExpectedKeyword)?;
-                    let high = Box::new(self.concat_expr()?);
-                    Expr::Between {
-                        expr,
-                        low,
-                        high,
-                        negated,
-                    }
-                }
-                _ => {
-                    left = *expr;
-                    break;
-                }
+            } else {
+                left = *expr;
+                break;
             };
             self.charge(1)?;
             chain += 1;
@@ -615,18 +677,12 @@ impl Parser<'_> {
         Ok(list)
     }
 
-    fn concat_expr(&mut self) -> Result<Expr, SelectError> {
-        self.binary_chain(
-            |k| (*k == TokenKind::Concat).then_some(BinaryOp::Concat),
-            Self::additive_expr,
-        )
-    }
-
     fn additive_expr(&mut self) -> Result<Expr, SelectError> {
         self.binary_chain(
             |k| match k {
                 TokenKind::Plus => Some(BinaryOp::Add),
                 TokenKind::Minus => Some(BinaryOp::Sub),
+                TokenKind::Concat => Some(BinaryOp::Concat),
                 _ => None,
             },
             Self::multiplicative_expr,
@@ -794,12 +850,7 @@ impl Parser<'_> {
                 pos,
             });
         }
-        let quantifier = (self.is_word("DISTINCT") || self.is_word("ALL"))
-            && !matches!(
-                self.peek_nth(1).kind,
-                TokenKind::RParen | TokenKind::Comma | TokenKind::Dot
-            );
-        if quantifier {
+        if self.at_set_quantifier() {
             return Err(self.error_here(
                 ErrorCode::ParseUnsupportedSyntax,
                 "DISTINCT/ALL in aggregate functions is not supported",

@@ -147,8 +147,29 @@ fn real_client_queries_parse() {
         "SELECT s.name, s.city FROM S3Object s WHERE s.age > 30 LIMIT 10;",
     ];
     for sql in queries {
-        q(sql);
+        // Each also survives print → parse unchanged.
+        let parsed = without_positions(&q(sql));
+        let printed = parsed.to_string();
+        assert_eq!(
+            without_positions(&q(&printed)),
+            parsed,
+            "{sql} printed as {printed}"
+        );
     }
+}
+
+#[test]
+fn printed_query_text() {
+    assert_eq!(
+        q("select s._1 as a, count(*) from s3object s where s._2 <> '' and s._3 like 'x%' limit 3;")
+            .to_string(),
+        "SELECT s._1 AS a, COUNT(*) FROM S3Object AS s WHERE ((s._2 <> '') AND (s._3 LIKE \
+         'x%')) LIMIT 3"
+    );
+    assert_eq!(
+        parse_ok("select \"it's\" from stdin", Dialect::Ceph).to_string(),
+        "SELECT 'it''s' FROM stdin"
+    );
 }
 
 #[test]
@@ -478,12 +499,25 @@ fn missing_from() {
 #[test]
 fn empty_select_and_non_select() {
     fails("SELECT FROM S3Object", ErrorCode::ParseEmptySelect);
+    fails("select", ErrorCode::ParseEmptySelect);
+    fails(
+        "SELECT _1, FROM S3Object",
+        ErrorCode::ParseExpectedExpression,
+    );
     fails("", ErrorCode::ParseUnexpectedToken);
     fails("DELETE FROM S3Object", ErrorCode::ParseUnexpectedToken);
     fails(
         "SELECT DISTINCT _1 FROM S3Object",
         ErrorCode::ParseUnsupportedSyntax,
     );
+    fails(
+        "SELECT ALL * FROM S3Object",
+        ErrorCode::ParseUnsupportedSyntax,
+    );
+    // Columns that happen to be called `distinct` or `all` still work.
+    q("SELECT distinct FROM S3Object");
+    q("SELECT all, distinct + 1 FROM S3Object");
+    q("SELECT COUNT(distinct) FROM S3Object");
 }
 
 #[test]
@@ -547,7 +581,21 @@ fn precedence() {
         ("a - b - c", "((a - b) - c)"),
         ("a / b % c", "((a / b) % c)"),
         ("-a * b", "((-(a)) * b)"),
-        ("'a' || 1 + 2", "('a' || (1 + 2))"),
+        ("'a' || 1 + 2", "(('a' || 1) + 2)"),
+        ("a + b || c", "((a + b) || c)"),
+        ("a * b || c", "((a * b) || c)"),
+        ("a = b < c", "(a = (b < c))"),
+        ("a <> b >= c", "(a <> (b >= c))"),
+        ("a = b LIKE 'x'", "(a = (b LIKE 'x'))"),
+        ("a = b BETWEEN 1 AND 2", "(a = (b BETWEEN 1 AND 2))"),
+        ("a BETWEEN 1 AND 2 = TRUE", "((a BETWEEN 1 AND 2) = TRUE)"),
+        ("a = b IN (1)", "((a = b) IN (1))"),
+        ("a < b IN (1)", "((a < b) IN (1))"),
+        ("a IN (1) = b", "((a IN (1)) = b)"),
+        ("a IS NULL = b", "((a IS NULL) = b)"),
+        ("a < b IS NULL", "((a < b) IS NULL)"),
+        ("a LIKE b < c", "((a LIKE b) < c)"),
+        ("a < b < c", "((a < b) < c)"),
         ("a || b = c", "((a || b) = c)"),
         ("a < b = TRUE", "((a < b) = TRUE)"),
         ("a BETWEEN 1 AND 2 AND c", "((a BETWEEN 1 AND 2) AND c)"),
