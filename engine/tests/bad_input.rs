@@ -23,9 +23,18 @@ fn request(sql: &str) -> SelectRequest {
 
 /// Runs `req` over `data` on another thread, so that a panic or a hang fails the test with a
 /// clear message instead of taking the harness down or blocking it.
-fn run_with(req: SelectRequest, data: Vec<u8>, threads: usize, chunk: usize) -> Result<Vec<u8>, SelectError> {
+fn run_with(
+    req: SelectRequest,
+    data: Vec<u8>,
+    threads: usize,
+    chunk: usize,
+) -> Result<Vec<u8>, SelectError> {
     let (tx, rx) = mpsc::channel();
-    let what = format!("{:?} over {} bytes", req.sql.chars().take(80).collect::<String>(), data.len());
+    let what = format!(
+        "{:?} over {} bytes",
+        req.sql.chars().take(80).collect::<String>(),
+        data.len()
+    );
     let handle = thread::spawn(move || {
         let r = Select::new(req).and_then(|s| {
             let s = s.with_threads(threads).with_chunk_size(chunk);
@@ -121,17 +130,29 @@ fn sample_csv() -> Vec<u8> {
 
 #[test]
 fn sql_missing_select_list() {
-    assert_error(prepare("SELECT FROM S3Object"), ErrorCode::ParseEmptySelect, &[]);
+    assert_error(
+        prepare("SELECT FROM S3Object"),
+        ErrorCode::ParseEmptySelect,
+        &[],
+    );
 }
 
 #[test]
 fn sql_missing_from() {
-    assert_error(prepare("SELECT *"), ErrorCode::ParseSelectMissingFrom, &["FROM"]);
+    assert_error(
+        prepare("SELECT *"),
+        ErrorCode::ParseSelectMissingFrom,
+        &["FROM"],
+    );
 }
 
 #[test]
 fn sql_misspelled_select() {
-    assert_error(prepare("SELEC * FROM S3Object"), ErrorCode::ParseUnexpectedToken, &["SELEC"]);
+    assert_error(
+        prepare("SELEC * FROM S3Object"),
+        ErrorCode::ParseUnexpectedToken,
+        &["SELEC"],
+    );
 }
 
 #[test]
@@ -199,7 +220,11 @@ fn sql_over_256_kib_is_expression_too_long() {
     let mut sql = String::from("SELECT * FROM S3Object s WHERE s._1 = '");
     sql.push_str(&"x".repeat(256 * 1024));
     sql.push('\'');
-    assert_error(prepare(&sql), ErrorCode::ExpressionTooLong, &["262144", "bytes"]);
+    assert_error(
+        prepare(&sql),
+        ErrorCode::ExpressionTooLong,
+        &["262144", "bytes"],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,7 +242,10 @@ fn unknown_function() {
 #[test]
 fn wrong_arity() {
     assert_error(
-        run(request("SELECT UPPER(s._1, s._2) FROM S3Object s"), b"a,b\n"),
+        run(
+            request("SELECT UPPER(s._1, s._2) FROM S3Object s"),
+            b"a,b\n",
+        ),
         ErrorCode::EvaluatorInvalidArguments,
         &["UPPER", "2"],
     );
@@ -231,7 +259,10 @@ fn wrong_arity() {
 #[test]
 fn bad_cast() {
     assert_error(
-        run(request("SELECT CAST(s._1 AS INT) FROM S3Object s"), b"12\nabc\n"),
+        run(
+            request("SELECT CAST(s._1 AS INT) FROM S3Object s"),
+            b"12\nabc\n",
+        ),
         ErrorCode::CastFailed,
         &["abc"],
     );
@@ -330,7 +361,12 @@ fn over_long_record_at_default_chunk_size() {
     data.push(b'\n');
     for threads in [1, 2] {
         assert_error(
-            run_with(request("SELECT * FROM S3Object"), data.clone(), threads, 1 << 20),
+            run_with(
+                request("SELECT * FROM S3Object"),
+                data.clone(),
+                threads,
+                1 << 20,
+            ),
             ErrorCode::OverMaxRecordSize,
             &["1 MiB"],
         );
@@ -498,7 +534,11 @@ fn scan_range_with_gzip_is_unsupported() {
         start: Some(0),
         end: Some(10),
     });
-    assert_error(Select::new(req), ErrorCode::UnsupportedScanRangeInput, &["ScanRange", "compressed"]);
+    assert_error(
+        Select::new(req),
+        ErrorCode::UnsupportedScanRangeInput,
+        &["ScanRange", "compressed"],
+    );
 }
 
 #[test]
@@ -509,7 +549,11 @@ fn scan_range_with_bzip2_is_unsupported() {
         start: Some(5),
         end: None,
     });
-    assert_error(Select::new(req), ErrorCode::UnsupportedScanRangeInput, &["ScanRange"]);
+    assert_error(
+        Select::new(req),
+        ErrorCode::UnsupportedScanRangeInput,
+        &["ScanRange"],
+    );
 }
 
 #[test]
@@ -519,7 +563,11 @@ fn scan_range_end_before_start() {
         start: Some(10),
         end: Some(3),
     });
-    assert_error(run(req, b"1,a\n2,b\n3,c\n4,d\n"), ErrorCode::InvalidScanRange, &["End", "Start"]);
+    assert_error(
+        run(req, b"1,a\n2,b\n3,c\n4,d\n"),
+        ErrorCode::InvalidScanRange,
+        &["End", "Start"],
+    );
 }
 
 #[test]
@@ -529,5 +577,9 @@ fn scan_range_without_start_or_end() {
         start: None,
         end: None,
     });
-    assert_error(Select::new(req), ErrorCode::InvalidScanRange, &["Start", "End"]);
+    assert_error(
+        Select::new(req),
+        ErrorCode::InvalidScanRange,
+        &["Start", "End"],
+    );
 }
