@@ -170,7 +170,13 @@ fn chunks(fmt: &CsvFormat, data: &[u8], target: usize) -> Result<Vec<Vec<u8>>, E
     }
 }
 
+/// `cases` by default (kept small so the file runs in seconds in a debug build);
+/// `PROPTEST_CASES=N` asks for a deeper run.
 fn config(cases: u32) -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
     Config {
         cases,
         failure_persistence: None,
