@@ -113,9 +113,10 @@ impl Scanner {
                         if rd.len() == 1 {
                             break (last, last + 1);
                         }
-                        let first = last + 1 - rd.len();
-                        if last + 1 >= pos + rd.len() && chunk[first] == rd[0] {
-                            break (first, last + 1);
+                        // A two-byte delimiter ends at `last` only if it also starts inside
+                        // this record (checked first: `last` may be the chunk's first byte).
+                        if last + 1 >= pos + rd.len() && chunk[last + 1 - rd.len()] == rd[0] {
+                            break (last + 1 - rd.len(), last + 1);
                         }
                         probe = last + 1;
                     }
