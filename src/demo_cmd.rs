@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use sift_engine::{CsvInput, FileSource, InputSerialization, Select, SelectRequest, Sink};
+use sift_engine::{FileSource, Select, SelectRequest, Sink};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
@@ -113,14 +113,7 @@ pub fn run(args: DemoArgs) -> ExitCode {
     for (name, sql) in SCANS {
         let request = SelectRequest {
             sql: sql.into(),
-            input: InputSerialization {
-                csv: CsvInput {
-                    field_delimiter: "|".into(),
-                    comments: "\u{FDD0}".into(),
-                    ..CsvInput::default()
-                },
-                ..InputSerialization::default()
-            },
+            input: sift_tpcds::dsdgen_input(),
             ..SelectRequest::default()
         };
         let select = match Select::new(request) {

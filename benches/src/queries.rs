@@ -1,7 +1,7 @@
 //! The queries the engine's speed targets are stated for, over TPC-DS store_sales in dsdgen
 //! format (`|`-delimited, trailing `|`, no header).
 
-use sift_engine::{CsvInput, InputSerialization, SelectRequest};
+use sift_engine::SelectRequest;
 
 /// The q28-shaped filter Trino 405 pushes down: three columns of the rows whose
 /// ss_quantity (column 11) lies in 0..=5, about 5% of store_sales.
@@ -17,14 +17,7 @@ pub const QUERIES: [(&str, &str); 2] = [("q28_filter", Q28_FILTER), ("projection
 pub fn dsdgen_request(sql: &str) -> SelectRequest {
     SelectRequest {
         sql: sql.into(),
-        input: InputSerialization {
-            csv: CsvInput {
-                field_delimiter: "|".into(),
-                comments: "\u{FDD0}".into(),
-                ..CsvInput::default()
-            },
-            ..InputSerialization::default()
-        },
+        input: sift_tpcds::dsdgen_input(),
         ..SelectRequest::default()
     }
 }

@@ -281,17 +281,12 @@ fn build_masks(chunk: &[u8], fmt: &CsvFormat, specials: &[u8], m: &mut Masks) {
     let (mut high, mut special) = masks_portable(blocks, d, r, q, e, m);
     if !tail.is_empty() {
         let full = blocks.len();
-        let (mut md, mut mr, mut ms) = (0u64, 0u64, 0u64);
-        for (i, &b) in tail.iter().enumerate() {
-            md |= ((b == d) as u64) << i;
-            mr |= ((b == r) as u64) << i;
-            ms |= ((Some(b) == q || Some(b) == e) as u64) << i;
-            high |= (b >= 0x80) as u64;
-        }
+        let (md, mr, ms, hi) = word_masks(tail, d, r, q, e);
         m.delim[full] = md;
         m.record[full] = mr;
         m.special[full] = ms;
         special |= ms;
+        high |= hi as u64;
     }
     m.ascii = high == 0;
     m.any_special = special != 0;
@@ -308,19 +303,28 @@ fn masks_portable(
 ) -> (u64, u64) {
     let (mut high, mut special) = (0u64, 0u64);
     for (w, block) in blocks.iter().enumerate() {
-        let (mut md, mut mr, mut ms) = (0u64, 0u64, 0u64);
-        for (i, &b) in block.iter().enumerate() {
-            md |= ((b == d) as u64) << i;
-            mr |= ((b == r) as u64) << i;
-            ms |= ((Some(b) == q || Some(b) == e) as u64) << i;
-            high |= (b >= 0x80) as u64;
-        }
+        let (md, mr, ms, hi) = word_masks(block, d, r, q, e);
         m.delim[w] = md;
         m.record[w] = mr;
         m.special[w] = ms;
         special |= ms;
+        high |= hi as u64;
     }
     (high, special)
+}
+
+/// The masks of up to 64 bytes, one byte at a time: (delimiter, record, special, any byte
+/// at or above 0x80).
+#[inline]
+fn word_masks(bytes: &[u8], d: u8, r: u8, q: Option<u8>, e: Option<u8>) -> (u64, u64, u64, bool) {
+    let (mut md, mut mr, mut ms, mut high) = (0u64, 0u64, 0u64, false);
+    for (i, &b) in bytes.iter().enumerate() {
+        md |= ((b == d) as u64) << i;
+        mr |= ((b == r) as u64) << i;
+        ms |= ((Some(b) == q || Some(b) == e) as u64) << i;
+        high |= b >= 0x80;
+    }
+    (md, mr, ms, high)
 }
 
 /// The masks of whole 64-byte blocks with AVX2: two 32-byte compares per mask.
