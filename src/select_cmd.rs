@@ -141,11 +141,16 @@ fn parse_scan_range(s: &str) -> Result<ScanRange, String> {
 }
 
 /// Writes results to stdout; a closed pipe (`| head`) ends the scan quietly.
-struct StdoutSink(io::BufWriter<io::StdoutLock<'static>>);
+struct StdoutSink {
+    out: io::BufWriter<io::StdoutLock<'static>>,
+    /// The reader went away: not an error of the query.
+    closed: bool,
+}
 
 impl Sink for StdoutSink {
     fn write(&mut self, data: &[u8]) -> sift_engine::Result<()> {
-        self.0.write_all(data).map_err(|e| {
+        self.out.write_all(data).map_err(|e| {
+            self.closed = e.kind() == io::ErrorKind::BrokenPipe;
             SelectError::new(
                 sift_engine::ErrorCode::InternalError,
                 format!("stdout: {e}"),
@@ -242,9 +247,15 @@ pub fn run(args: SelectArgs) -> ExitCode {
             }
         }
     };
-    let mut sink = StdoutSink(io::BufWriter::with_capacity(1 << 16, io::stdout().lock()));
+    let mut sink = StdoutSink {
+        out: io::BufWriter::with_capacity(1 << 16, io::stdout().lock()),
+        closed: false,
+    };
     let result = select.run(source, &mut sink);
-    let flushed = sink.0.flush();
+    if sink.closed {
+        return ExitCode::SUCCESS;
+    }
+    let flushed = sink.out.flush();
     match result {
         Ok(stats) => {
             if let Err(e) = flushed {

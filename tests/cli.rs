@@ -179,3 +179,38 @@ fn select_reads_gzip() {
     );
     assert_eq!(out.stdout, b"3\n");
 }
+
+#[test]
+fn a_closed_stdout_ends_the_scan_quietly() {
+    let data: Vec<u8> = (0..200_000)
+        .flat_map(|i| format!("{i},x\n").into_bytes())
+        .collect();
+    let path = temp_file("big.csv", &data);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args([
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "SELECT * FROM S3Object",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sift starts");
+    // Read a little, then hang up, as `| head -1` does.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("some output");
+    drop(stdout);
+    let out = child.wait_with_output().expect("sift exits");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
