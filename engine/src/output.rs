@@ -99,7 +99,7 @@ impl RowWriter {
     #[inline]
     pub fn end_row(&self, out: &mut Vec<u8>) {
         match self {
-            RowWriter::Csv(w) => out.extend_from_slice(&w.record),
+            RowWriter::Csv(w) => push_small(out, &w.record),
             RowWriter::Json(w) => {
                 out.push(b'}');
                 out.extend_from_slice(&w.record);
@@ -108,16 +108,13 @@ impl RowWriter {
     }
 }
 
-/// Appends a short slice without a call to memcpy; most fields are a few bytes long.
+/// Appends a short slice. Most fields are a few bytes long, and for them a call to memcpy
+/// costs more than the copy: an element loop measured fewer instructions (callgrind) than
+/// `extend_from_slice`.
 #[inline(always)]
 fn push_small(out: &mut Vec<u8>, bytes: &[u8]) {
-    let n = bytes.len();
-    if n <= 16 {
-        // Through a 16-byte stack buffer: measured with callgrind, fewer instructions than
-        // extend_from_slice's memcpy call or a byte-by-byte push.
-        let mut tmp = [0u8; 16];
-        tmp[..n].copy_from_slice(bytes);
-        out.extend_from_slice(&tmp[..n]);
+    if bytes.len() <= 16 {
+        out.extend(bytes.iter().copied());
     } else {
         out.extend_from_slice(bytes);
     }

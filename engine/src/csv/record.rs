@@ -103,7 +103,7 @@ impl<'c> Record<'c> {
     ///
     /// One pass over the delimiter words: from the last field found (or the record's start),
     /// pass `skip` delimiters by counting bits, then take the next one as the field's end.
-    #[inline]
+    #[inline(always)]
     fn locate(&self, i: usize) -> Option<(usize, usize)> {
         let (ci, cs, ce) = self.cursor.get();
         if ci == i {
@@ -162,7 +162,7 @@ impl<'c> Record<'c> {
     }
 
     /// Field `i` (0-based), or `None` when the record has fewer fields.
-    #[inline]
+    #[inline(always)]
     pub fn field(&self, i: usize) -> Option<&[u8]> {
         match self.storage {
             Storage::Chunk => {
@@ -177,7 +177,7 @@ impl<'c> Record<'c> {
     }
 
     /// Field `i` as text: `None` past the record's end, `Err` if it is not valid UTF-8.
-    #[inline]
+    #[inline(always)]
     pub fn field_str(&self, i: usize) -> Option<Result<&str, std::str::Utf8Error>> {
         let bytes = self.field(i)?;
         if self.utf8 {
