@@ -142,7 +142,7 @@ fn parse_scan_range(s: &str) -> Result<ScanRange, String> {
 
 /// Writes results to stdout; a closed pipe (`| head`) ends the scan quietly.
 struct StdoutSink {
-    out: io::BufWriter<io::StdoutLock<'static>>,
+    out: io::BufWriter<io::Stdout>,
     /// The reader went away: not an error of the query.
     closed: bool,
 }
@@ -248,7 +248,7 @@ pub fn run(args: SelectArgs) -> ExitCode {
         }
     };
     let mut sink = StdoutSink {
-        out: io::BufWriter::with_capacity(1 << 16, io::stdout().lock()),
+        out: io::BufWriter::with_capacity(1 << 16, io::stdout()),
         closed: false,
     };
     let result = select.run(source, &mut sink);

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use crate::csv::chunk::{ReadWindow, SliceWindow, Window};
@@ -119,7 +119,7 @@ impl Select {
     }
 
     /// Runs the select over `source`, writing the result to `sink`.
-    pub fn run(&self, source: &dyn ObjectSource, sink: &mut dyn Sink) -> Result<Stats> {
+    pub fn run(&self, source: &dyn ObjectSource, sink: &mut (dyn Sink + Send)) -> Result<Stats> {
         let scanned = Arc::new(AtomicU64::new(0));
         let processed = Arc::new(AtomicU64::new(0));
         let compression = self.request.input.compression;
@@ -281,7 +281,7 @@ impl Select {
         &self,
         chunker: Chunker<W>,
         ctx: &Ctx<'_>,
-        sink: &mut dyn Sink,
+        sink: &mut (dyn Sink + Send),
         emitter: &mut Emitter<'_>,
     ) -> Result<u64> {
         if self.threads <= 1 {
@@ -295,7 +295,7 @@ impl Select {
         &self,
         mut chunker: Chunker<W>,
         ctx: &Ctx<'_>,
-        sink: &mut dyn Sink,
+        sink: &mut (dyn Sink + Send),
         emitter: &mut Emitter<'_>,
     ) -> Result<u64> {
         let mut scanner = Scanner::new(self.format.clone());
@@ -315,14 +315,16 @@ impl Select {
         Ok(chunker.consumed())
     }
 
-    /// Workers take turns cutting the next chunk (under a lock: cutting is cheap next to
-    /// scanning), scan it, and pass the output to this thread, which writes outputs in order.
-    /// One thread hand-off per chunk.
+    /// `threads` workers (this thread is one of them) take turns cutting the next chunk
+    /// (under a lock: cutting is cheap next to scanning), scan it, and hand the output to
+    /// [`Ordered`], which writes outputs to the sink in input order — whichever worker
+    /// completes the next chunk in sequence writes it. No thread waits on another except to
+    /// take a turn at a lock.
     fn run_parallel<'a, W: Window<'a> + Send>(
         &self,
         chunker: Chunker<W>,
         ctx: &Ctx<'_>,
-        sink: &mut dyn Sink,
+        sink: &mut (dyn Sink + Send),
         emitter: &mut Emitter<'_>,
     ) -> Result<u64> {
         let threads = self.threads;
@@ -333,79 +335,140 @@ impl Select {
             seq: 0,
             done: false,
         });
-        let (done_tx, done_rx) = sync_channel::<Done<'a>>(threads * 2);
         // Tokens bound the chunks between cutting and writing: a worker takes one before it
-        // cuts a chunk and the collector gives it back once that chunk's output is written,
-        // with the chunk's buffer for reuse (`None` for borrowed chunks).
+        // cuts a chunk and it comes back once that chunk's output is written, with the
+        // chunk's buffer for reuse (`None` for borrowed chunks).
         let tokens = 2 * threads + 2;
         let (pool_tx, pool_rx) = sync_channel::<Option<ChunkBuf>>(tokens);
-        let pool_rx = Mutex::new(pool_rx);
-        // Output buffers go back from the collector to the workers: a fresh buffer per chunk
-        // would be page-faulted in and grown again every time.
-        let (spent_tx, spent_rx) = sync_channel::<Vec<u8>>(tokens);
-        let spent_rx = Mutex::new(spent_rx);
         for _ in 0..tokens {
             // The pool holds exactly `tokens`, so these sends cannot block or fail.
             let _ = pool_tx.send(None);
         }
-        let result = std::thread::scope(|scope| -> Result<()> {
-            for _ in 0..threads {
-                let done_tx = done_tx.clone();
-                let (stop, consumed, feed) = (&stop, &consumed, &feed);
-                let (pool_rx, spent_rx) = (&pool_rx, &spent_rx);
-                let format = self.format.clone();
-                scope.spawn(move || {
-                    let mut scanner = Scanner::new(format);
-                    while !stop.load(Ordering::Relaxed) {
-                        let spare = match pool_rx.lock().map(|rx| rx.recv()) {
-                            Ok(Ok(spare)) => spare,
-                            _ => break,
-                        };
-                        let (seq, next) = {
-                            let Ok(mut f) = feed.lock() else { break };
-                            if f.done {
-                                break;
-                            }
-                            let seq = f.seq;
-                            f.seq += 1;
-                            let next = f.chunker.next_chunk(spare);
-                            consumed.store(f.chunker.consumed(), Ordering::Relaxed);
-                            f.done = !matches!(next, Ok(Some(_)));
-                            (seq, next)
-                        };
-                        let (res, buf) = match next {
-                            Ok(None) => break,
-                            Ok(Some(chunk)) => {
-                                let mut out = ChunkOut::new(ctx.plan);
-                                if let Some(mut bytes) =
-                                    spent_rx.lock().ok().and_then(|rx| rx.try_recv().ok())
-                                {
-                                    bytes.clear();
-                                    out.bytes = bytes;
-                                }
-                                let r = process_chunk(ctx, &mut scanner, chunk.bytes(), &mut out)
-                                    .map(|_| out);
-                                (r, chunk.into_buf())
-                            }
-                            Err(e) => (Err(e), None),
-                        };
-                        if done_tx.send((seq, res, buf)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(done_tx);
-            let r = collect(&done_rx, &pool_tx, &spent_tx, sink, emitter, &consumed);
-            stop.store(true, Ordering::Relaxed);
-            // Unblock the workers (a closed pool ends their wait for a token; draining ends
-            // their wait to send), then wait for them.
-            drop(pool_tx);
-            while done_rx.recv().is_ok() {}
-            r
+        let pool_rx = Mutex::new(pool_rx);
+        // Output buffers go back to the workers: a fresh buffer per chunk would be
+        // page-faulted in and grown again every time.
+        let (spent_tx, spent_rx) = sync_channel::<Vec<u8>>(tokens);
+        let spent_rx = Mutex::new(spent_rx);
+        let ordered = Mutex::new(Ordered {
+            sink,
+            emitter,
+            waiting: BTreeMap::new(),
+            next: 0,
+            rows_before: 0,
+            pool_tx: Some(pool_tx),
+            spent_tx,
+            error: None,
         });
-        result?;
+        let work = || {
+            let mut scanner = Scanner::new(self.format.clone());
+            while !stop.load(Ordering::Relaxed) {
+                let spare = match pool_rx.lock().map(|rx| rx.recv()) {
+                    Ok(Ok(spare)) => spare,
+                    _ => break,
+                };
+                let (seq, next) = {
+                    let Ok(mut f) = feed.lock() else { break };
+                    if f.done {
+                        break;
+                    }
+                    let seq = f.seq;
+                    f.seq += 1;
+                    let next = f.chunker.next_chunk(spare);
+                    consumed.store(f.chunker.consumed(), Ordering::Relaxed);
+                    f.done = !matches!(next, Ok(Some(_)));
+                    (seq, next)
+                };
+                let (res, buf) = match next {
+                    Ok(None) => break,
+                    Ok(Some(chunk)) => {
+                        let mut out = ChunkOut::new(ctx.plan);
+                        if let Some(mut bytes) =
+                            spent_rx.lock().ok().and_then(|rx| rx.try_recv().ok())
+                        {
+                            bytes.clear();
+                            out.bytes = bytes;
+                        }
+                        let r =
+                            process_chunk(ctx, &mut scanner, chunk.bytes(), &mut out).map(|_| out);
+                        (r, chunk.into_buf())
+                    }
+                    Err(e) => (Err(e), None),
+                };
+                let Ok(mut o) = ordered.lock() else { break };
+                if !o.offer(seq, res, buf, consumed.load(Ordering::Relaxed)) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(&work);
+            }
+            work();
+        });
+        let o = ordered
+            .into_inner()
+            .map_err(|_| err!(InternalError, "a scan thread panicked"))?;
+        if let Some(e) = o.error {
+            return Err(e);
+        }
         Ok(consumed.load(Ordering::Relaxed))
+    }
+}
+
+/// Outputs of a parallel scan waiting for their turn to be written.
+struct Ordered<'s, 'e> {
+    sink: &'s mut (dyn Sink + Send),
+    emitter: &'s mut Emitter<'e>,
+    waiting: BTreeMap<u64, (Result<ChunkOut>, Option<ChunkBuf>)>,
+    /// The sequence number to write next.
+    next: u64,
+    rows_before: u64,
+    /// Dropped when the scan ends early, which wakes workers waiting for a token.
+    pool_tx: Option<SyncSender<Option<ChunkBuf>>>,
+    spent_tx: SyncSender<Vec<u8>>,
+    error: Option<SelectError>,
+}
+
+impl Ordered<'_, '_> {
+    /// Takes chunk `seq`'s result and writes every output that is now next in order.
+    /// Returns false when the scan should stop (an error, or LIMIT reached).
+    fn offer(
+        &mut self,
+        seq: u64,
+        res: Result<ChunkOut>,
+        buf: Option<ChunkBuf>,
+        consumed: u64,
+    ) -> bool {
+        if self.pool_tx.is_none() {
+            return false;
+        }
+        self.waiting.insert(seq, (res, buf));
+        while let Some((res, buf)) = self.waiting.remove(&self.next) {
+            if let Some(tx) = &self.pool_tx {
+                let _ = tx.try_send(buf);
+            }
+            let written = res.and_then(|mut out| {
+                out.rows_before = self.rows_before;
+                self.rows_before += out.rows;
+                let more = self.emitter.emit(&mut out, &mut *self.sink, consumed)?;
+                let _ = self.spent_tx.try_send(std::mem::take(&mut out.bytes));
+                Ok(more)
+            });
+            match written {
+                Ok(true) => self.next += 1,
+                Ok(false) => {
+                    self.pool_tx = None;
+                    return false;
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    self.pool_tx = None;
+                    return false;
+                }
+            }
+        }
+        true
     }
 }
 
@@ -422,15 +485,12 @@ enum AnyChunker<'a> {
     Read(Chunker<ReadWindow<Box<dyn Read + Send + 'a>>>),
 }
 
-/// A processed chunk: its sequence number, its output, and its buffer for reuse.
-type Done<'a> = (u64, Result<ChunkOut>, Option<ChunkBuf>);
-
 /// Writes chunk outputs to the sink in order, applying LIMIT and merging aggregates.
 struct Emitter<'s> {
     limit: Option<u64>,
     aggs: Vec<AggState>,
     returned: u64,
-    stats_now: &'s dyn Fn(u64, Option<u64>) -> Stats,
+    stats_now: &'s (dyn Fn(u64, Option<u64>) -> Stats + Sync),
 }
 
 impl Emitter<'_> {
@@ -459,37 +519,6 @@ impl Emitter<'_> {
         sink.progress(&(self.stats_now)(self.returned, Some(consumed)))?;
         Ok(more)
     }
-}
-
-/// Writes chunk outputs in sequence order as they arrive from the workers.
-fn collect(
-    done_rx: &Receiver<Done<'_>>,
-    pool_tx: &SyncSender<Option<ChunkBuf>>,
-    spent_tx: &SyncSender<Vec<u8>>,
-    sink: &mut dyn Sink,
-    emitter: &mut Emitter<'_>,
-    consumed: &AtomicU64,
-) -> Result<()> {
-    let mut waiting: BTreeMap<u64, (Result<ChunkOut>, Option<ChunkBuf>)> = BTreeMap::new();
-    let mut next = 0u64;
-    let mut rows_before = 0u64;
-    while let Ok((seq, res, buf)) = done_rx.recv() {
-        waiting.insert(seq, (res, buf));
-        while let Some((res, buf)) = waiting.remove(&next) {
-            // The chunk is done with: its token (and buffer) can go back to the reader.
-            let _ = pool_tx.try_send(buf);
-            let mut out = res?;
-            out.rows_before = rows_before;
-            rows_before += out.rows;
-            let more = emitter.emit(&mut out, sink, consumed.load(Ordering::Relaxed))?;
-            let _ = spent_tx.try_send(std::mem::take(&mut out.bytes));
-            if !more {
-                return Ok(());
-            }
-            next += 1;
-        }
-    }
-    Ok(())
 }
 
 fn open_error(e: std::io::Error) -> SelectError {
