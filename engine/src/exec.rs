@@ -402,7 +402,7 @@ impl Select {
         };
         std::thread::scope(|scope| {
             for _ in 1..threads {
-                scope.spawn(&work);
+                scope.spawn(work);
             }
             work();
         });
