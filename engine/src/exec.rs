@@ -122,76 +122,17 @@ impl Select {
     pub fn run(&self, source: &dyn ObjectSource, sink: &mut (dyn Sink + Send)) -> Result<Stats> {
         let scanned = Arc::new(AtomicU64::new(0));
         let processed = Arc::new(AtomicU64::new(0));
-        let compression = self.request.input.compression;
         let ranged = self.request.scan_range.is_some();
-
-        // Where to start reading and where to stop.
-        let (open_at, skip_partial, last_start) = match &self.request.scan_range {
-            None => (0, false, None),
-            Some(r) => match r.resolve(source.size())? {
-                None => (u64::MAX, false, None),
-                Some((first, last)) => {
-                    let back = self.format.record.len() as u64;
-                    let last = (last != u64::MAX).then_some(last);
-                    if first == 0 {
-                        (0, false, last)
-                    } else {
-                        (first.saturating_sub(back), true, last)
-                    }
-                }
-            },
-        };
-
-        // An uncompressed object already in memory (or mapped) is chunked in place; anything
-        // else is read into buffers.
+        let span = self.span(source)?;
         let in_memory = match source.bytes() {
-            Some(b) if compression == Compression::None => Some(b),
+            Some(b) if self.request.input.compression == Compression::None => Some(b),
             _ => None,
         };
-        let mut chunker = if open_at == u64::MAX {
-            None
-        } else if let Some(bytes) = in_memory {
-            let from = usize::try_from(open_at)
-                .unwrap_or(usize::MAX)
-                .min(bytes.len());
-            let window = SliceWindow::new(&bytes[from..]);
-            Some(AnyChunker::Slice(self.chunker(
-                window,
-                open_at,
-                skip_partial,
-                last_start,
-            )))
-        } else {
-            let raw = source.open(open_at).map_err(open_error)?;
-            let counted = Counting::new(raw, scanned.clone());
-            let decoded: Box<dyn Read + Send + '_> = Box::new(Counting::new(
-                decompress(Box::new(counted), compression),
-                processed.clone(),
-            ));
-            let window = ReadWindow::new(decoded, self.buffer_capacity());
-            Some(AnyChunker::Read(self.chunker(
-                window,
-                open_at,
-                skip_partial,
-                last_start,
-            )))
+        let mut chunker = match span {
+            None => None,
+            Some(span) => Some(self.open(source, in_memory, span, &scanned, &processed)?),
         };
-
-        // The header is the object's first record, even when the range starts later.
-        let mut header = None;
-        if self.format.header != FileHeaderInfo::None {
-            if open_at == 0 {
-                header = match chunker.as_mut() {
-                    Some(AnyChunker::Slice(c)) => c.take_first_record()?,
-                    Some(AnyChunker::Read(c)) => c.take_first_record()?,
-                    None => None,
-                };
-            } else {
-                let raw = source.open(0).map_err(open_error)?;
-                let window = ReadWindow::new(decompress(raw, compression), 64 * 1024);
-                header = self.chunker(window, 0, false, None).take_first_record()?;
-            }
-        }
+        let header = self.header(source, span, chunker.as_mut())?;
         let names = match self.format.header {
             FileHeaderInfo::Use => header,
             _ => None,
@@ -253,6 +194,103 @@ impl Select {
         let stats = stats_now(returned, consumed);
         sink.progress(&stats)?;
         Ok(stats)
+    }
+
+    /// Where to read: `None` when a ScanRange selects nothing, else the offset to open the
+    /// object at, whether to drop the partial record there, and the last offset at which a
+    /// record may start.
+    fn span(&self, source: &dyn ObjectSource) -> Result<Option<Span>> {
+        let Some(range) = &self.request.scan_range else {
+            return Ok(Some(Span {
+                open_at: 0,
+                skip_partial: false,
+                last_start: None,
+            }));
+        };
+        let Some((first, last)) = range.resolve(source.size())? else {
+            return Ok(None);
+        };
+        let last_start = (last != u64::MAX).then_some(last);
+        Ok(Some(if first == 0 {
+            Span {
+                open_at: 0,
+                skip_partial: false,
+                last_start,
+            }
+        } else {
+            // Open a delimiter's length early, to see whether a record starts at `first`.
+            Span {
+                open_at: first.saturating_sub(self.format.record.len() as u64),
+                skip_partial: true,
+                last_start,
+            }
+        }))
+    }
+
+    /// The chunker for the run: an uncompressed object already in memory (or mapped) is
+    /// chunked in place; anything else is read (and decompressed) into buffers, counting
+    /// bytes on the way.
+    fn open<'s>(
+        &self,
+        source: &'s dyn ObjectSource,
+        in_memory: Option<&'s [u8]>,
+        span: Span,
+        scanned: &Arc<AtomicU64>,
+        processed: &Arc<AtomicU64>,
+    ) -> Result<AnyChunker<'s>> {
+        let Span {
+            open_at,
+            skip_partial,
+            last_start,
+        } = span;
+        if let Some(bytes) = in_memory {
+            let from = usize::try_from(open_at)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            let window = SliceWindow::new(&bytes[from..]);
+            return Ok(AnyChunker::Slice(self.chunker(
+                window,
+                open_at,
+                skip_partial,
+                last_start,
+            )));
+        }
+        let raw = source.open(open_at).map_err(open_error)?;
+        let counted = Counting::new(raw, scanned.clone());
+        let decoded: Box<dyn Read + Send + 's> = Box::new(Counting::new(
+            decompress(Box::new(counted), self.request.input.compression),
+            processed.clone(),
+        ));
+        let window = ReadWindow::new(decoded, self.buffer_capacity());
+        Ok(AnyChunker::Read(self.chunker(
+            window,
+            open_at,
+            skip_partial,
+            last_start,
+        )))
+    }
+
+    /// The header line, when FileHeaderInfo asks for one: the object's first record, also
+    /// when the range starts later (then read through a second, short-lived reader).
+    fn header(
+        &self,
+        source: &dyn ObjectSource,
+        span: Option<Span>,
+        chunker: Option<&mut AnyChunker<'_>>,
+    ) -> Result<Option<Vec<String>>> {
+        if self.format.header == FileHeaderInfo::None {
+            return Ok(None);
+        }
+        match (span, chunker) {
+            (Some(Span { open_at: 0, .. }), Some(AnyChunker::Slice(c))) => c.take_first_record(),
+            (Some(Span { open_at: 0, .. }), Some(AnyChunker::Read(c))) => c.take_first_record(),
+            _ => {
+                let raw = source.open(0).map_err(open_error)?;
+                let window =
+                    ReadWindow::new(decompress(raw, self.request.input.compression), 64 * 1024);
+                self.chunker(window, 0, false, None).take_first_record()
+            }
+        }
     }
 
     fn buffer_capacity(&self) -> usize {
@@ -477,6 +515,14 @@ struct Feed<W> {
     chunker: Chunker<W>,
     seq: u64,
     done: bool,
+}
+
+/// Where a run reads the object (see [`Select::span`]).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    open_at: u64,
+    skip_partial: bool,
+    last_start: Option<u64>,
 }
 
 /// Which kind of window a run reads through.
