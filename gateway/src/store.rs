@@ -198,6 +198,16 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| StoreError::Io(io::Error::other(e)))?
 }
 
+/// What a writer knows about an object it is committing.
+#[derive(Debug, Clone, Default)]
+pub struct NewObject {
+    pub size: u64,
+    /// Hex MD5 of the content.
+    pub etag: String,
+    pub content_type: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+}
+
 /// One page of a listing.
 #[derive(Debug, Default)]
 pub struct Listing {
@@ -375,10 +385,7 @@ impl LocalStore {
         bucket: &str,
         key: &str,
         temp: &Path,
-        size: u64,
-        etag: String,
-        content_type: Option<String>,
-        metadata: BTreeMap<String, String>,
+        new: NewObject,
     ) -> Result<ObjectMeta> {
         validate_key(key)?;
         let dir = match self.check_bucket(bucket) {
@@ -392,10 +399,10 @@ impl LocalStore {
         let data = format!("{h}-{}", self.unique_name());
         let meta = ObjectMeta {
             key: key.to_string(),
-            size,
-            etag,
-            content_type,
-            metadata,
+            size: new.size,
+            etag: new.etag,
+            content_type: new.content_type,
+            metadata: new.metadata,
             modified_unix_ms: now_ms(),
             data: data.clone(),
         };
@@ -807,7 +814,17 @@ impl S3 for Gateway {
         let store = self.store.clone();
         let (bucket, key, content_type) = (input.bucket, input.key, input.content_type);
         let meta = blocking(move || {
-            store.commit_object(&bucket, &key, &temp, size, etag, content_type, metadata)
+            store.commit_object(
+                &bucket,
+                &key,
+                &temp,
+                NewObject {
+                    size,
+                    etag,
+                    content_type,
+                    metadata,
+                },
+            )
         })
         .await?;
         Ok(S3Response::new(PutObjectOutput {
@@ -966,15 +983,13 @@ impl S3 for Gateway {
             } else {
                 (src.content_type, src.metadata)
             };
-            store.commit_object(
-                &dst_bucket,
-                &dst_key,
-                &temp,
-                src.size,
-                src.etag,
+            let new = NewObject {
+                size: src.size,
+                etag: src.etag,
                 content_type,
                 metadata,
-            )
+            };
+            store.commit_object(&dst_bucket, &dst_key, &temp, new)
         })
         .await?;
         Ok(S3Response::new(CopyObjectOutput {
@@ -1079,7 +1094,7 @@ impl S3 for Gateway {
 }
 
 fn decode_token(t: &str) -> Option<String> {
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..t.len())
@@ -1110,16 +1125,11 @@ mod tests {
     fn put(s: &LocalStore, bucket: &str, key: &str, data: &[u8]) {
         let (temp, mut f) = s.create_temp().expect("temp");
         f.write_all(data).expect("write");
-        s.commit_object(
-            bucket,
-            key,
-            &temp,
-            data.len() as u64,
-            String::new(),
-            None,
-            BTreeMap::new(),
-        )
-        .expect("commit");
+        let new = NewObject {
+            size: data.len() as u64,
+            ..Default::default()
+        };
+        s.commit_object(bucket, key, &temp, new).expect("commit");
     }
 
     #[test]
