@@ -175,6 +175,26 @@ async fn buckets_and_objects() {
     assert_eq!(put_out.e_tag(), Some(md5.as_str()));
     assert_eq!(get(&s3, "data", "bin").await, body);
 
+    // A wrong Content-MD5 is BadDigest, and nothing is stored.
+    let wrong_md5 = "XrY7u+Ae7tCTyyK7j1rNww=="; // MD5 of "hello world"
+    let bad = s3
+        .put_object()
+        .bucket("data")
+        .key("bad-digest")
+        .content_md5(wrong_md5)
+        .body(ByteStream::from_static(b"not hello world"))
+        .send()
+        .await
+        .expect_err("BadDigest");
+    assert_eq!(bad.into_service_error().code(), Some("BadDigest"));
+    assert!(s3
+        .head_object()
+        .bucket("data")
+        .key("bad-digest")
+        .send()
+        .await
+        .is_err());
+
     // Range GET → 206 with exactly those bytes; an unsatisfiable range → 416.
     let ranged = s3
         .get_object()

@@ -89,12 +89,7 @@ impl SelectService {
             .await
             .map_err(S3Error::internal_error)??;
 
-        let admitted = self.admitted.clone().try_acquire_owned().map_err(|_| {
-            s3_error!(
-                SlowDown,
-                "too many selects are running or queued; retry with backoff"
-            )
-        })?;
+        let admitted = self.admit()?;
         let running = self
             .running
             .clone()
@@ -110,6 +105,20 @@ impl SelectService {
         Ok(S3Response::new(SelectObjectContentOutput {
             payload: Some(SelectObjectContentEventStream::new(stream)),
         }))
+    }
+}
+
+impl SelectService {
+    /// A place among the running and queued selects, or 503 SlowDown when there is none.
+    fn admit(&self) -> S3Result<OwnedSemaphorePermit> {
+        self.admitted.clone().try_acquire_owned().map_err(|_| {
+            let mut e = s3_error!(
+                SlowDown,
+                "too many selects are running or queued; retry with backoff"
+            );
+            e.set_status_code(hyper::StatusCode::SERVICE_UNAVAILABLE);
+            e
+        })
     }
 }
 
@@ -535,6 +544,44 @@ mod tests {
             progress: false,
         };
         assert!(sink.progress(&Stats::default()).is_err());
+    }
+
+    #[test]
+    fn slow_down_beyond_running_plus_queued() {
+        let service = SelectService::new(Dialect::Aws, 1, 2);
+        let held: Vec<_> = (0..4).map(|_| service.admit().expect("room")).collect();
+        let refused = service.admit().expect_err("full");
+        assert_eq!(refused.code().as_str(), "SlowDown");
+        assert_eq!(refused.status_code().map(|s| s.as_u16()), Some(503));
+        drop(held);
+        assert!(service.admit().is_ok());
+    }
+
+    #[tokio::test]
+    async fn cont_events_during_silence() {
+        use futures::StreamExt;
+        let service = SelectService::new(Dialect::Aws, 1, 1);
+        let permits = [
+            service.admit().expect("admit"),
+            service.running.clone().acquire_owned().await.expect("run"),
+        ];
+        let (tx, rx) = mpsc::channel(1);
+        let mut stream = EventStream::new(rx, permits);
+        let started = std::time::Instant::now();
+        let first = stream
+            .next()
+            .await
+            .expect("an event")
+            .expect("not an error");
+        assert!(matches!(first, SelectObjectContentEvent::Cont(_)));
+        assert!(started.elapsed() >= KEEP_ALIVE);
+        tx.send(Msg::Done(Ok(Stats::default())))
+            .await
+            .expect("send");
+        let rest: Vec<_> = stream.collect().await;
+        assert!(matches!(rest[0], Ok(SelectObjectContentEvent::Stats(_))));
+        assert!(matches!(rest[1], Ok(SelectObjectContentEvent::End(_))));
+        assert_eq!(rest.len(), 2);
     }
 
     #[test]
