@@ -810,3 +810,54 @@ async fn error_after_output_is_an_error_event() {
         "{raw}"
     );
 }
+
+/// A client that hangs up mid-stream stops its scan: with room for one running select, the
+/// next select still runs (it would wait forever behind an engine blocked on a dead client).
+#[tokio::test]
+async fn disconnect_stops_the_scan() {
+    let gw = Gateway::start(&["--max-selects", "1"]);
+    let s3 = gw.client();
+    s3.create_bucket()
+        .bucket("sel")
+        .send()
+        .await
+        .expect("create");
+    let row = "0123456789,abcdefghijklmnopqrstuvwxyz,abcdefghijklmnopqrstuvwxyz\n";
+    let big = row.repeat((24 << 20) / row.len());
+    put(&s3, "sel", "big.csv", big.as_bytes()).await;
+    put(&s3, "sel", "small.csv", b"1\n2\n").await;
+
+    let mut out = s3
+        .select_object_content()
+        .bucket("sel")
+        .key("big.csv")
+        .expression("SELECT * FROM S3Object s")
+        .expression_type(ExpressionType::Sql)
+        .input_serialization(InputSerialization::builder().csv(csv_input()).build())
+        .output_serialization(csv_out())
+        .send()
+        .await
+        .expect("big select starts");
+    let first = out.payload.recv().await.expect("first event");
+    assert!(matches!(
+        first,
+        Some(SelectObjectContentEventStream::Records(_))
+    ));
+    drop(out); // hang up with most of the output unread
+
+    let next = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        select(
+            &s3,
+            "small.csv",
+            "SELECT count(*) FROM S3Object",
+            InputSerialization::builder().csv(csv_input()).build(),
+            csv_out(),
+            |b| b,
+        ),
+    )
+    .await
+    .expect("the abandoned scan released its place")
+    .expect("select");
+    assert_eq!(String::from_utf8_lossy(&next.output()).trim_end(), "2");
+}

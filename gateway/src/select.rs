@@ -98,9 +98,15 @@ impl SelectService {
             .map_err(S3Error::internal_error)?;
 
         let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-        tokio::task::spawn_blocking(move || scan(select, path, tx, progress));
+        // The permits go with the engine, not the response: a select counts against the
+        // limit for as long as it scans, even after its client has gone.
+        let permits = [admitted, running];
+        tokio::task::spawn_blocking(move || {
+            scan(select, path, tx, progress);
+            drop(permits);
+        });
 
-        let mut stream = EventStream::new(rx, [admitted, running]);
+        let mut stream = EventStream::new(rx);
         stream.wait_for_start().await?;
         Ok(S3Response::new(SelectObjectContentOutput {
             payload: Some(SelectObjectContentEventStream::new(stream)),
@@ -222,19 +228,15 @@ struct EventStream {
     pending: VecDeque<S3Result<SelectObjectContentEvent>>,
     keep_alive: Pin<Box<tokio::time::Sleep>>,
     finished: bool,
-    /// Held until the stream is dropped: the select counts against the limit as long as
-    /// its engine may run.
-    _permits: [OwnedSemaphorePermit; 2],
 }
 
 impl EventStream {
-    fn new(rx: mpsc::Receiver<Msg>, permits: [OwnedSemaphorePermit; 2]) -> Self {
+    fn new(rx: mpsc::Receiver<Msg>) -> Self {
         EventStream {
             rx,
             pending: VecDeque::new(),
             keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
             finished: false,
-            _permits: permits,
         }
     }
 
@@ -560,13 +562,8 @@ mod tests {
     #[tokio::test]
     async fn cont_events_during_silence() {
         use futures::StreamExt;
-        let service = SelectService::new(Dialect::Aws, 1, 1);
-        let permits = [
-            service.admit().expect("admit"),
-            service.running.clone().acquire_owned().await.expect("run"),
-        ];
         let (tx, rx) = mpsc::channel(1);
-        let mut stream = EventStream::new(rx, permits);
+        let mut stream = EventStream::new(rx);
         let started = std::time::Instant::now();
         let first = stream
             .next()
