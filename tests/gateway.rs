@@ -861,3 +861,55 @@ async fn disconnect_stops_the_scan() {
     .expect("select");
     assert_eq!(String::from_utf8_lossy(&next.output()).trim_end(), "2");
 }
+
+/// With `--domain`, `bucket.DOMAIN` addresses the bucket (virtual-host style); path style
+/// keeps working.
+#[tokio::test]
+async fn virtual_host_style() {
+    let gw = Gateway::start(&["--domain", "s3.sift.test"]);
+    let s3 = gw.client();
+    s3.create_bucket()
+        .bucket("vhb")
+        .send()
+        .await
+        .expect("create");
+    put(&s3, "vhb", "dir/k.txt", b"virtual").await;
+
+    // Sign for the virtual host, then send to the loopback address with that Host header.
+    let port = gw.addr.rsplit(':').next().expect("port");
+    let vh_config = aws_sdk_s3::Config::builder()
+        .behavior_version_latest()
+        .region(Region::new("us-east-1"))
+        .endpoint_url(format!("http://s3.sift.test:{port}"))
+        .force_path_style(false)
+        .credentials_provider(Credentials::new(ACCESS, SECRET, None, None, "test"))
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    let presigned = Client::from_conf(vh_config)
+        .get_object()
+        .bucket("vhb")
+        .key("dir/k.txt")
+        .presigned(
+            aws_sdk_s3::presigning::PresigningConfig::expires_in(std::time::Duration::from_secs(
+                300,
+            ))
+            .expect("config"),
+        )
+        .await
+        .expect("presign");
+    let host = format!("vhb.s3.sift.test:{port}");
+    let url = presigned.uri().to_string();
+    let path = url
+        .strip_prefix(&format!("http://{host}"))
+        .unwrap_or_else(|| panic!("virtual-host URL, got {url}"));
+    let mut conn = std::net::TcpStream::connect(&gw.addr).expect("connect");
+    write!(
+        conn,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut response = String::new();
+    conn.read_to_string(&mut response).expect("response");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with("virtual"), "{response}");
+}

@@ -57,6 +57,34 @@ impl S3Route for Health {
     }
 }
 
+/// Virtual-host addressing for `--domain D`: `bucket.D` names a bucket, and any other host
+/// (`D` itself, an IP address, `localhost`) is path style. Ports are ignored, so a client
+/// may reach the gateway on any address. (s3s's `SingleDomain` compares the Host header
+/// including its port and reads any unknown host as a CNAME bucket, which breaks path-style
+/// requests to `127.0.0.1:PORT`.)
+#[derive(Debug)]
+struct DomainHost {
+    domain: String,
+}
+
+impl s3s::host::S3Host for DomainHost {
+    fn parse_host_header<'a>(&'a self, host: &'a str) -> S3Result<s3s::host::VirtualHost<'a>> {
+        let name = match host.rsplit_once(':') {
+            // An IPv6 literal (`[::1]:9000` or `[::1]`) keeps its brackets.
+            Some((name, port)) if !port.contains(']') => name,
+            _ => host,
+        };
+        let vh = s3s::host::VirtualHost::new(self.domain.as_str());
+        match name
+            .strip_suffix(self.domain.as_str())
+            .and_then(|rest| rest.strip_suffix('.'))
+        {
+            Some(bucket) if !bucket.is_empty() => Ok(vh.with_bucket(bucket)),
+            _ => Ok(vh),
+        }
+    }
+}
+
 /// Builds the s3s service for `config`.
 pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
     let store = LocalStore::open(&config.data_dir).map_err(|source| ServeError::DataDir {
@@ -68,9 +96,19 @@ pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
     builder.set_auth(crate::auth::users_auth(&config.users));
     builder.set_route(Health);
     if let Some(domain) = &config.domain {
-        let host =
-            s3s::host::SingleDomain::new(domain).map_err(|_| ServeError::Domain(domain.clone()))?;
-        builder.set_host(host);
+        let valid = !domain.is_empty()
+            && domain.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
+        if !valid {
+            return Err(ServeError::Domain(domain.clone()));
+        }
+        builder.set_host(DomainHost {
+            domain: domain.to_ascii_lowercase(),
+        });
     }
     Ok(builder.build())
 }
