@@ -582,6 +582,112 @@ mod tests {
     }
 
     #[test]
+    fn maps_every_csv_field() {
+        let req = dto::SelectObjectContentRequest {
+            expression: "SELECT * FROM S3Object".into(),
+            expression_type: dto::ExpressionType::from_static(dto::ExpressionType::SQL),
+            input_serialization: dto::InputSerialization {
+                csv: Some(dto::CSVInput {
+                    allow_quoted_record_delimiter: Some(true),
+                    comments: Some("\u{FDD0}".into()),
+                    field_delimiter: Some("|".into()),
+                    file_header_info: Some(dto::FileHeaderInfo::from_static(
+                        dto::FileHeaderInfo::USE,
+                    )),
+                    quote_character: Some("'".into()),
+                    quote_escape_character: Some("\\".into()),
+                    record_delimiter: Some("\r\n".into()),
+                }),
+                compression_type: Some(dto::CompressionType::from_static(
+                    dto::CompressionType::BZIP2,
+                )),
+                json: None,
+                parquet: None,
+            },
+            output_serialization: dto::OutputSerialization {
+                csv: Some(dto::CSVOutput {
+                    field_delimiter: Some(";".into()),
+                    quote_character: Some("`".into()),
+                    quote_escape_character: Some("`".into()),
+                    quote_fields: Some(dto::QuoteFields::from_static(dto::QuoteFields::ALWAYS)),
+                    record_delimiter: Some("\r".into()),
+                }),
+                json: None,
+            },
+            request_progress: None,
+            scan_range: Some(dto::ScanRange {
+                start: Some(5),
+                end: None,
+            }),
+        };
+        let mapped = map_request(req, Dialect::Ceph).expect("valid");
+        let csv = &mapped.input.csv;
+        assert!(csv.allow_quoted_record_delimiter);
+        assert_eq!(csv.comments, "\u{FDD0}");
+        assert_eq!(csv.field_delimiter, "|");
+        assert_eq!(csv.file_header_info, FileHeaderInfo::Use);
+        assert_eq!(csv.quote_character, "'");
+        assert_eq!(csv.quote_escape_character, "\\");
+        assert_eq!(csv.record_delimiter, "\r\n");
+        assert_eq!(mapped.input.compression, Compression::Bzip2);
+        assert_eq!(mapped.dialect, Dialect::Ceph);
+        assert_eq!(
+            mapped.output,
+            OutputSerialization::Csv(CsvOutput {
+                quote_fields: QuoteFields::Always,
+                quote_character: "`".into(),
+                quote_escape_character: "`".into(),
+                field_delimiter: ";".into(),
+                record_delimiter: "\r".into(),
+            })
+        );
+        assert_eq!(
+            mapped.scan_range,
+            Some(ScanRange {
+                start: Some(5),
+                end: None
+            })
+        );
+    }
+
+    #[test]
+    fn refuses_json_input_and_negative_ranges() {
+        let base = || dto::SelectObjectContentRequest {
+            expression: "SELECT * FROM S3Object".into(),
+            expression_type: dto::ExpressionType::from_static(dto::ExpressionType::SQL),
+            input_serialization: dto::InputSerialization {
+                csv: Some(dto::CSVInput::default()),
+                compression_type: None,
+                json: None,
+                parquet: None,
+            },
+            output_serialization: dto::OutputSerialization {
+                csv: None,
+                json: Some(dto::JSONOutput::default()),
+            },
+            request_progress: None,
+            scan_range: None,
+        };
+        let mut json_in = base();
+        json_in.input_serialization.csv = None;
+        json_in.input_serialization.json = Some(dto::JSONInput::default());
+        let err = map_request(json_in, Dialect::Aws).expect_err("not yet");
+        assert_eq!(err.code().as_str(), "NotImplemented");
+        let mut negative = base();
+        negative.scan_range = Some(dto::ScanRange {
+            start: Some(-1),
+            end: None,
+        });
+        assert!(map_request(negative, Dialect::Aws).is_err());
+        assert!(matches!(
+            map_request(base(), Dialect::Aws)
+                .expect("json output")
+                .output,
+            OutputSerialization::Json(_)
+        ));
+    }
+
+    #[test]
     fn engine_errors_keep_code_and_status() {
         let e = engine_error(SelectError::new(
             sift_engine::ErrorCode::ParseUnexpectedToken,
