@@ -1,6 +1,7 @@
 //! `sift`: the command line of the Sift project.
 
 mod demo_cmd;
+mod gateway_cmd;
 mod select_cmd;
 
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Command {
     Select(Box<select_cmd::SelectArgs>),
     /// Generate TPC-DS store_sales and show what pushdown saves on Trino's scans.
     Demo(demo_cmd::DemoArgs),
+    /// Serve an S3 endpoint over a local directory, with SelectObjectContent.
+    Gateway(Box<gateway_cmd::GatewayArgs>),
 }
 
 fn main() -> ExitCode {
@@ -31,5 +34,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Select(args) => select_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
+        Command::Gateway(args) => gateway_cmd::run(*args),
     }
 }

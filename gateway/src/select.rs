@@ -1,0 +1,699 @@
+//! SelectObjectContent: maps s3s's request onto the engine's [`SelectRequest`], runs the
+//! engine on a blocking thread, and turns its output into the select event stream.
+//!
+//! The engine is synchronous and CPU-bound, so it runs under `spawn_blocking` and talks to
+//! the response stream through a bounded channel: when the client reads slowly the engine
+//! waits, and when the client goes away the channel closes and the engine's next `write` or
+//! `progress` fails, which stops the scan. Memory per select is therefore the engine's chunk
+//! buffers plus at most [`CHANNEL_DEPTH`] Records payloads.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::Stream;
+use s3s::dto::{
+    self, ContinuationEvent, EndEvent, ProgressEvent, RecordsEvent, SelectObjectContentEvent,
+    SelectObjectContentEventStream, SelectObjectContentInput, SelectObjectContentOutput,
+    StatsEvent,
+};
+use s3s::{s3_error, S3Error, S3ErrorCode, S3Response, S3Result};
+use sift_engine::{
+    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, FileSource, InputSerialization,
+    JsonOutput, OutputSerialization, QuoteFields, ScanRange, Select, SelectError, SelectRequest,
+    Sink, Stats,
+};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+use crate::store::LocalStore;
+
+/// Largest Records payload: the AWS Java SDK v1 (Trino 405's) fails on events of 128 KiB
+/// and more, and the event's own framing needs some room.
+pub const MAX_RECORDS_PAYLOAD: usize = 128 * 1024 - 256;
+
+/// Records payloads buffered between the engine and the client.
+pub const CHANNEL_DEPTH: usize = 8;
+
+/// How long the stream may stay silent before a Cont event tells the client (and any proxy)
+/// that the scan is still going.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
+
+/// Runs selects with a cap on how many scan at once.
+#[derive(Debug, Clone)]
+pub struct SelectService {
+    dialect: Dialect,
+    threads: usize,
+    /// Permits to run.
+    running: Arc<Semaphore>,
+    /// Permits to be admitted at all (running plus queued).
+    admitted: Arc<Semaphore>,
+}
+
+impl SelectService {
+    /// At most `max_running` selects scan at once and as many again wait; further requests
+    /// are refused with 503 SlowDown.
+    pub fn new(dialect: Dialect, threads: usize, max_running: usize) -> Self {
+        let max_running = max_running.max(1);
+        SelectService {
+            dialect,
+            threads: threads.max(1),
+            running: Arc::new(Semaphore::new(max_running)),
+            admitted: Arc::new(Semaphore::new(2 * max_running)),
+        }
+    }
+
+    pub async fn run(
+        &self,
+        store: &LocalStore,
+        input: SelectObjectContentInput,
+    ) -> S3Result<S3Response<SelectObjectContentOutput>> {
+        let progress = input
+            .request
+            .request_progress
+            .as_ref()
+            .and_then(|p| p.enabled)
+            .unwrap_or(false);
+        let request = map_request(input.request, self.dialect)?;
+        let select = Select::new(request)
+            .map_err(engine_error)?
+            .with_threads(self.threads);
+
+        let (bucket, key) = (input.bucket, input.key);
+        let st = store.clone();
+        let (_meta, path) = tokio::task::spawn_blocking(move || st.object_file(&bucket, &key))
+            .await
+            .map_err(S3Error::internal_error)??;
+
+        let admitted = self.admit()?;
+        let running = self
+            .running
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(S3Error::internal_error)?;
+
+        let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+        // The permits go with the engine, not the response: a select counts against the
+        // limit for as long as it scans, even after its client has gone.
+        let permits = [admitted, running];
+        tokio::task::spawn_blocking(move || {
+            scan(select, path, tx, progress);
+            drop(permits);
+        });
+
+        let mut stream = EventStream::new(rx);
+        stream.wait_for_start().await?;
+        Ok(S3Response::new(SelectObjectContentOutput {
+            payload: Some(SelectObjectContentEventStream::new(stream)),
+        }))
+    }
+}
+
+impl SelectService {
+    /// A place among the running and queued selects, or 503 SlowDown when there is none.
+    fn admit(&self) -> S3Result<OwnedSemaphorePermit> {
+        self.admitted.clone().try_acquire_owned().map_err(|_| {
+            let mut e = s3_error!(
+                SlowDown,
+                "too many selects are running or queued; retry with backoff"
+            );
+            e.set_status_code(hyper::StatusCode::SERVICE_UNAVAILABLE);
+            e
+        })
+    }
+}
+
+/// What the engine's thread sends to the response stream.
+enum Msg {
+    Records(Bytes),
+    Progress(Stats),
+    Done(Result<Stats, SelectError>),
+}
+
+fn scan(select: Select, path: PathBuf, tx: mpsc::Sender<Msg>, progress: bool) {
+    // SAFETY: the store never writes an object file after committing it: a PUT writes a new
+    // file and renames metadata over the old one, and deletion only unlinks, so the mapped
+    // bytes cannot change or shrink while the scan runs.
+    let source = match unsafe { FileSource::mapped(&path) } {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.blocking_send(Msg::Done(Err(SelectError::new(
+                sift_engine::ErrorCode::InternalError,
+                format!("cannot open the object: {e}"),
+            ))));
+            return;
+        }
+    };
+    let mut sink = ChannelSink {
+        tx: tx.clone(),
+        buf: Vec::with_capacity(MAX_RECORDS_PAYLOAD),
+        progress,
+    };
+    let result = select.run(&source, &mut sink).and_then(|stats| {
+        sink.flush()?;
+        Ok(stats)
+    });
+    // If the client is gone this fails, which is fine: nobody is listening.
+    let _ = tx.blocking_send(Msg::Done(result));
+}
+
+/// The engine's [`Sink`]: packs output into Records payloads of at most
+/// [`MAX_RECORDS_PAYLOAD`] bytes (a payload may end mid-row, as S3's do).
+struct ChannelSink {
+    tx: mpsc::Sender<Msg>,
+    buf: Vec<u8>,
+    progress: bool,
+}
+
+fn client_gone() -> SelectError {
+    SelectError::new(
+        sift_engine::ErrorCode::InternalError,
+        "the client closed the connection",
+    )
+}
+
+impl ChannelSink {
+    fn send(&self, msg: Msg) -> Result<(), SelectError> {
+        self.tx.blocking_send(msg).map_err(|_| client_gone())
+    }
+
+    fn flush(&mut self) -> Result<(), SelectError> {
+        if !self.buf.is_empty() {
+            let payload = Bytes::from(std::mem::replace(
+                &mut self.buf,
+                Vec::with_capacity(MAX_RECORDS_PAYLOAD),
+            ));
+            self.send(Msg::Records(payload))?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for ChannelSink {
+    fn write(&mut self, mut data: &[u8]) -> Result<(), SelectError> {
+        while !data.is_empty() {
+            let room = MAX_RECORDS_PAYLOAD - self.buf.len();
+            let (now, rest) = data.split_at(room.min(data.len()));
+            self.buf.extend_from_slice(now);
+            data = rest;
+            if self.buf.len() == MAX_RECORDS_PAYLOAD {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn progress(&mut self, stats: &Stats) -> Result<(), SelectError> {
+        // Rows found so far go out now rather than waiting for a full payload, so that a
+        // selective scan streams instead of arriving at the end.
+        self.flush()?;
+        if self.progress {
+            self.send(Msg::Progress(*stats))?;
+        }
+        if self.tx.is_closed() {
+            return Err(client_gone());
+        }
+        Ok(())
+    }
+}
+
+/// The response body: engine messages as select events, with Cont events during silences.
+struct EventStream {
+    rx: mpsc::Receiver<Msg>,
+    pending: VecDeque<S3Result<SelectObjectContentEvent>>,
+    keep_alive: Pin<Box<tokio::time::Sleep>>,
+    finished: bool,
+}
+
+impl EventStream {
+    fn new(rx: mpsc::Receiver<Msg>) -> Self {
+        EventStream {
+            rx,
+            pending: VecDeque::new(),
+            keep_alive: Box::pin(tokio::time::sleep(KEEP_ALIVE)),
+            finished: false,
+        }
+    }
+
+    /// Waits until the engine has produced output or finished, or [`KEEP_ALIVE`] has
+    /// passed. An error by then becomes a plain S3 error response (the status line is not
+    /// yet sent); after it, errors can only be error events.
+    async fn wait_for_start(&mut self) -> S3Result<()> {
+        let deadline = tokio::time::sleep(KEEP_ALIVE);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                msg = self.rx.recv() => match msg {
+                    Some(Msg::Done(Err(e))) => return Err(engine_error(e)),
+                    Some(Msg::Progress(stats)) => {
+                        // Keep only the latest: older ones carry no extra information.
+                        self.pending.retain(|e| !matches!(e, Ok(SelectObjectContentEvent::Progress(_))));
+                        self.push(Msg::Progress(stats));
+                    }
+                    Some(msg) => {
+                        self.push(msg);
+                        return Ok(());
+                    }
+                    None => return Err(worker_died()),
+                },
+                () = &mut deadline => return Ok(()),
+            }
+        }
+    }
+
+    fn push(&mut self, msg: Msg) {
+        match msg {
+            Msg::Records(payload) => {
+                self.pending
+                    .push_back(Ok(SelectObjectContentEvent::Records(RecordsEvent {
+                        payload: Some(payload),
+                    })))
+            }
+            Msg::Progress(s) => self
+                .pending
+                .push_back(Ok(SelectObjectContentEvent::Progress(ProgressEvent {
+                    details: Some(dto::Progress {
+                        bytes_scanned: Some(s.bytes_scanned as i64),
+                        bytes_processed: Some(s.bytes_processed as i64),
+                        bytes_returned: Some(s.bytes_returned as i64),
+                    }),
+                }))),
+            Msg::Done(Ok(s)) => {
+                self.pending
+                    .push_back(Ok(SelectObjectContentEvent::Stats(StatsEvent {
+                        details: Some(dto::Stats {
+                            bytes_scanned: Some(s.bytes_scanned as i64),
+                            bytes_processed: Some(s.bytes_processed as i64),
+                            bytes_returned: Some(s.bytes_returned as i64),
+                        }),
+                    })));
+                self.pending
+                    .push_back(Ok(SelectObjectContentEvent::End(EndEvent {})));
+                self.finished = true;
+            }
+            Msg::Done(Err(e)) => {
+                // An error event, and no End after it.
+                self.pending.push_back(Err(engine_error(e)));
+                self.finished = true;
+            }
+        }
+    }
+}
+
+impl Stream for EventStream {
+    type Item = S3Result<SelectObjectContentEvent>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(ev) = this.pending.pop_front() {
+                this.keep_alive
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + KEEP_ALIVE);
+                return Poll::Ready(Some(ev));
+            }
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            match this.rx.poll_recv(cx) {
+                Poll::Ready(Some(msg)) => this.push(msg),
+                Poll::Ready(None) => {
+                    this.finished = true;
+                    return Poll::Ready(Some(Err(worker_died())));
+                }
+                Poll::Pending => {
+                    if this.keep_alive.as_mut().poll(cx).is_ready() {
+                        this.pending
+                            .push_back(Ok(SelectObjectContentEvent::Cont(ContinuationEvent {})));
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+fn worker_died() -> S3Error {
+    s3_error!(InternalError, "the select stopped unexpectedly")
+}
+
+/// An engine error as an S3 error with the engine's code and HTTP status.
+pub fn engine_error(e: SelectError) -> S3Error {
+    let code: S3ErrorCode = e
+        .code
+        .as_str()
+        .parse()
+        .unwrap_or(S3ErrorCode::InternalError);
+    let mut err = S3Error::with_message(code, e.message.clone());
+    if let Ok(status) = hyper::StatusCode::from_u16(e.http_status()) {
+        err.set_status_code(status);
+    }
+    err
+}
+
+/// The request as the engine wants it; anything the engine cannot do yet is refused here
+/// with the S3 error a client can act on.
+pub fn map_request(
+    req: dto::SelectObjectContentRequest,
+    dialect: Dialect,
+) -> S3Result<SelectRequest> {
+    if req.expression_type.as_str() != dto::ExpressionType::SQL {
+        return Err(s3_error!(
+            InvalidExpressionType,
+            "ExpressionType must be SQL, got {:?}",
+            req.expression_type.as_str()
+        ));
+    }
+    let inp = req.input_serialization;
+    if inp.json.is_some() {
+        return Err(s3_error!(
+            NotImplemented,
+            "JSON input is not implemented yet; only CSV input is supported"
+        ));
+    }
+    if inp.parquet.is_some() {
+        return Err(s3_error!(
+            NotImplemented,
+            "Parquet input is not implemented yet; only CSV input is supported"
+        ));
+    }
+    let compression = match inp.compression_type.as_ref().map(|c| c.as_str()) {
+        None | Some(dto::CompressionType::NONE) => Compression::None,
+        Some(dto::CompressionType::GZIP) => Compression::Gzip,
+        Some(dto::CompressionType::BZIP2) => Compression::Bzip2,
+        Some(other) => {
+            return Err(s3_error!(
+                InvalidCompressionFormat,
+                "CompressionType {other:?} is not one of NONE, GZIP, BZIP2"
+            ))
+        }
+    };
+    let mut csv = CsvInput::default();
+    if let Some(c) = inp.csv {
+        if let Some(h) = c.file_header_info {
+            csv.file_header_info = match h.as_str() {
+                dto::FileHeaderInfo::NONE => FileHeaderInfo::None,
+                dto::FileHeaderInfo::IGNORE => FileHeaderInfo::Ignore,
+                dto::FileHeaderInfo::USE => FileHeaderInfo::Use,
+                other => {
+                    return Err(s3_error!(
+                        InvalidFileHeaderInfo,
+                        "FileHeaderInfo {other:?} is not one of NONE, IGNORE, USE"
+                    ))
+                }
+            };
+        }
+        set(&mut csv.field_delimiter, c.field_delimiter);
+        set(&mut csv.record_delimiter, c.record_delimiter);
+        set(&mut csv.quote_character, c.quote_character);
+        set(&mut csv.quote_escape_character, c.quote_escape_character);
+        set(&mut csv.comments, c.comments);
+        if let Some(a) = c.allow_quoted_record_delimiter {
+            csv.allow_quoted_record_delimiter = a;
+        }
+    } else {
+        return Err(s3_error!(
+            MissingRequiredParameter,
+            "InputSerialization must name CSV (JSON and Parquet input are not implemented yet)"
+        ));
+    }
+
+    let out = req.output_serialization;
+    let output = match (out.csv, out.json) {
+        (Some(_), Some(_)) => {
+            return Err(s3_error!(
+                ObjectSerializationConflict,
+                "OutputSerialization must name only one of CSV and JSON"
+            ))
+        }
+        (_, Some(j)) => {
+            let mut json = JsonOutput::default();
+            set(&mut json.record_delimiter, j.record_delimiter);
+            OutputSerialization::Json(json)
+        }
+        (Some(c), None) => {
+            let mut csv = CsvOutput::default();
+            if let Some(q) = c.quote_fields {
+                csv.quote_fields = match q.as_str() {
+                    dto::QuoteFields::ALWAYS => QuoteFields::Always,
+                    dto::QuoteFields::ASNEEDED => QuoteFields::AsNeeded,
+                    other => {
+                        return Err(s3_error!(
+                            InvalidQuoteFields,
+                            "QuoteFields {other:?} is not one of ALWAYS, ASNEEDED"
+                        ))
+                    }
+                };
+            }
+            set(&mut csv.field_delimiter, c.field_delimiter);
+            set(&mut csv.record_delimiter, c.record_delimiter);
+            set(&mut csv.quote_character, c.quote_character);
+            set(&mut csv.quote_escape_character, c.quote_escape_character);
+            OutputSerialization::Csv(csv)
+        }
+        (None, None) => {
+            return Err(s3_error!(
+                MissingRequiredParameter,
+                "OutputSerialization must name CSV or JSON"
+            ))
+        }
+    };
+
+    let scan_range = match req.scan_range {
+        None => None,
+        Some(r) => {
+            let non_negative = |v: Option<i64>, what: &str| -> S3Result<Option<u64>> {
+                v.map(|v| {
+                    u64::try_from(v).map_err(|_| {
+                        s3_error!(
+                            InvalidRequestParameter,
+                            "ScanRange {what} must not be negative"
+                        )
+                    })
+                })
+                .transpose()
+            };
+            Some(ScanRange {
+                start: non_negative(r.start, "Start")?,
+                end: non_negative(r.end, "End")?,
+            })
+        }
+    };
+
+    Ok(SelectRequest {
+        sql: req.expression,
+        dialect,
+        input: InputSerialization { csv, compression },
+        output,
+        scan_range,
+    })
+}
+
+/// An optional XML element overrides the engine's default (which is AWS's default); an
+/// element present but empty is kept as empty (it disables quoting or comments).
+fn set(field: &mut String, value: Option<String>) {
+    if let Some(v) = value {
+        *field = v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sink_splits_payloads() {
+        let (tx, mut rx) = mpsc::channel(64);
+        let mut sink = ChannelSink {
+            tx,
+            buf: Vec::new(),
+            progress: false,
+        };
+        let data = vec![b'x'; 3 * MAX_RECORDS_PAYLOAD + 10];
+        let handle = std::thread::spawn(move || {
+            sink.write(&data).expect("write");
+            sink.flush().expect("flush");
+        });
+        handle.join().expect("thread");
+        let mut sizes = Vec::new();
+        while let Ok(Msg::Records(b)) = rx.try_recv() {
+            sizes.push(b.len());
+        }
+        assert_eq!(
+            sizes,
+            [
+                MAX_RECORDS_PAYLOAD,
+                MAX_RECORDS_PAYLOAD,
+                MAX_RECORDS_PAYLOAD,
+                10
+            ]
+        );
+    }
+
+    #[test]
+    fn closed_channel_stops_the_scan() {
+        let (tx, rx) = mpsc::channel(1);
+        drop(rx);
+        let mut sink = ChannelSink {
+            tx,
+            buf: Vec::new(),
+            progress: false,
+        };
+        assert!(sink.progress(&Stats::default()).is_err());
+    }
+
+    #[test]
+    fn slow_down_beyond_running_plus_queued() {
+        let service = SelectService::new(Dialect::Aws, 1, 2);
+        let held: Vec<_> = (0..4).map(|_| service.admit().expect("room")).collect();
+        let refused = service.admit().expect_err("full");
+        assert_eq!(refused.code().as_str(), "SlowDown");
+        assert_eq!(refused.status_code().map(|s| s.as_u16()), Some(503));
+        drop(held);
+        assert!(service.admit().is_ok());
+    }
+
+    #[tokio::test]
+    async fn cont_events_during_silence() {
+        use futures::StreamExt;
+        let (tx, rx) = mpsc::channel(1);
+        let mut stream = EventStream::new(rx);
+        let started = std::time::Instant::now();
+        let first = stream
+            .next()
+            .await
+            .expect("an event")
+            .expect("not an error");
+        assert!(matches!(first, SelectObjectContentEvent::Cont(_)));
+        assert!(started.elapsed() >= KEEP_ALIVE);
+        tx.send(Msg::Done(Ok(Stats::default())))
+            .await
+            .expect("send");
+        let rest: Vec<_> = stream.collect().await;
+        assert!(matches!(rest[0], Ok(SelectObjectContentEvent::Stats(_))));
+        assert!(matches!(rest[1], Ok(SelectObjectContentEvent::End(_))));
+        assert_eq!(rest.len(), 2);
+    }
+
+    #[test]
+    fn maps_every_csv_field() {
+        let req = dto::SelectObjectContentRequest {
+            expression: "SELECT * FROM S3Object".into(),
+            expression_type: dto::ExpressionType::from_static(dto::ExpressionType::SQL),
+            input_serialization: dto::InputSerialization {
+                csv: Some(dto::CSVInput {
+                    allow_quoted_record_delimiter: Some(true),
+                    comments: Some("\u{FDD0}".into()),
+                    field_delimiter: Some("|".into()),
+                    file_header_info: Some(dto::FileHeaderInfo::from_static(
+                        dto::FileHeaderInfo::USE,
+                    )),
+                    quote_character: Some("'".into()),
+                    quote_escape_character: Some("\\".into()),
+                    record_delimiter: Some("\r\n".into()),
+                }),
+                compression_type: Some(dto::CompressionType::from_static(
+                    dto::CompressionType::BZIP2,
+                )),
+                json: None,
+                parquet: None,
+            },
+            output_serialization: dto::OutputSerialization {
+                csv: Some(dto::CSVOutput {
+                    field_delimiter: Some(";".into()),
+                    quote_character: Some("`".into()),
+                    quote_escape_character: Some("`".into()),
+                    quote_fields: Some(dto::QuoteFields::from_static(dto::QuoteFields::ALWAYS)),
+                    record_delimiter: Some("\r".into()),
+                }),
+                json: None,
+            },
+            request_progress: None,
+            scan_range: Some(dto::ScanRange {
+                start: Some(5),
+                end: None,
+            }),
+        };
+        let mapped = map_request(req, Dialect::Ceph).expect("valid");
+        let csv = &mapped.input.csv;
+        assert!(csv.allow_quoted_record_delimiter);
+        assert_eq!(csv.comments, "\u{FDD0}");
+        assert_eq!(csv.field_delimiter, "|");
+        assert_eq!(csv.file_header_info, FileHeaderInfo::Use);
+        assert_eq!(csv.quote_character, "'");
+        assert_eq!(csv.quote_escape_character, "\\");
+        assert_eq!(csv.record_delimiter, "\r\n");
+        assert_eq!(mapped.input.compression, Compression::Bzip2);
+        assert_eq!(mapped.dialect, Dialect::Ceph);
+        assert_eq!(
+            mapped.output,
+            OutputSerialization::Csv(CsvOutput {
+                quote_fields: QuoteFields::Always,
+                quote_character: "`".into(),
+                quote_escape_character: "`".into(),
+                field_delimiter: ";".into(),
+                record_delimiter: "\r".into(),
+            })
+        );
+        assert_eq!(
+            mapped.scan_range,
+            Some(ScanRange {
+                start: Some(5),
+                end: None
+            })
+        );
+    }
+
+    #[test]
+    fn refuses_json_input_and_negative_ranges() {
+        let base = || dto::SelectObjectContentRequest {
+            expression: "SELECT * FROM S3Object".into(),
+            expression_type: dto::ExpressionType::from_static(dto::ExpressionType::SQL),
+            input_serialization: dto::InputSerialization {
+                csv: Some(dto::CSVInput::default()),
+                compression_type: None,
+                json: None,
+                parquet: None,
+            },
+            output_serialization: dto::OutputSerialization {
+                csv: None,
+                json: Some(dto::JSONOutput::default()),
+            },
+            request_progress: None,
+            scan_range: None,
+        };
+        let mut json_in = base();
+        json_in.input_serialization.csv = None;
+        json_in.input_serialization.json = Some(dto::JSONInput::default());
+        let err = map_request(json_in, Dialect::Aws).expect_err("not yet");
+        assert_eq!(err.code().as_str(), "NotImplemented");
+        let mut negative = base();
+        negative.scan_range = Some(dto::ScanRange {
+            start: Some(-1),
+            end: None,
+        });
+        assert!(map_request(negative, Dialect::Aws).is_err());
+        assert!(matches!(
+            map_request(base(), Dialect::Aws)
+                .expect("json output")
+                .output,
+            OutputSerialization::Json(_)
+        ));
+    }
+
+    #[test]
+    fn engine_errors_keep_code_and_status() {
+        let e = engine_error(SelectError::new(
+            sift_engine::ErrorCode::ParseUnexpectedToken,
+            "bad",
+        ));
+        assert_eq!(e.code().as_str(), "ParseUnexpectedToken");
+        assert_eq!(e.status_code().map(|s| s.as_u16()), Some(400));
+    }
+}
