@@ -1,10 +1,11 @@
 //! Running a select: source → (decompression) → chunks of whole records → filter and
 //! projection on each chunk → output in input order.
 //!
-//! With one thread, everything happens on the caller's thread. With more, a reader thread cuts
-//! the stream into chunks, workers process chunks as they come, and the caller's thread
-//! writes each chunk's output to the sink in order. Memory is bounded: at most
-//! `threads + 2` chunk buffers exist, whatever the object's size.
+//! With one thread, everything happens on the caller's thread. With `n`, the caller and
+//! `n - 1` more threads take turns cutting the next chunk, scan chunks side by side, and
+//! whoever finishes the next chunk in order writes it to the sink. Memory is bounded whatever
+//! the object's size: at most `2n + 2` chunks (4 MiB buffers when the object is read rather
+//! than mapped) are between cutting and writing.
 
 use std::collections::BTreeMap;
 use std::io::Read;
