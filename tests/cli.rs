@@ -214,3 +214,33 @@ fn a_closed_stdout_ends_the_scan_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn demo_generates_store_sales_and_reports_every_scan() {
+    let dir = std::env::temp_dir().join(format!("sift-demo-{}", std::process::id()));
+    let out = sift(
+        &[
+            "demo",
+            "--sf",
+            "0.01",
+            "--data",
+            dir.to_str().unwrap(),
+            "--threads",
+            "2",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A header and one row per scan, each with a reduction factor.
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+    assert_eq!(rows.len(), 1 + 5, "{text}");
+    assert!(rows[1..].iter().all(|r| r.contains('×')), "{text}");
+    assert!(text.contains("less over the network"), "{text}");
+    assert!(dir.join("store_sales_sf0.01.dat").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
