@@ -84,6 +84,15 @@ impl Drop for Gateway {
     }
 }
 
+async fn create_bucket(client: &Client, bucket: &str) {
+    client
+        .create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create bucket {bucket}: {e:?}"));
+}
+
 async fn put(client: &Client, bucket: &str, key: &str, body: &[u8]) {
     client
         .put_object()
@@ -116,11 +125,7 @@ async fn buckets_and_objects() {
     let gw = Gateway::start(&[]);
     let s3 = gw.client();
 
-    s3.create_bucket()
-        .bucket("data")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "data").await;
     // Re-creating one's own bucket succeeds, as in us-east-1.
     s3.create_bucket()
         .bucket("data")
@@ -309,11 +314,7 @@ async fn buckets_and_objects() {
 async fn list_v2_prefix_delimiter_and_pages() {
     let gw = Gateway::start(&[]);
     let s3 = gw.client();
-    s3.create_bucket()
-        .bucket("lst")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "lst").await;
     let keys = ["a/1", "a/2", "b/x/1", "b/y", "c", "d/1", "e"];
     for k in keys {
         put(&s3, "lst", k, k.as_bytes()).await;
@@ -478,11 +479,7 @@ fn csv_out() -> OutputSerialization {
 async fn select_object_content() {
     let gw = Gateway::start(&[]);
     let s3 = gw.client();
-    s3.create_bucket()
-        .bucket("sel")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "sel").await;
 
     // A Trino-shaped scan: `|` fields, U+FDD0 comments, CASE-wrapped casts, ' ' projections.
     let pipe = "1|ann|10.50|\n2|bob||\n\u{FDD0}comment|x|y|\n3|cy|7.25|\n";
@@ -711,11 +708,7 @@ fn raw_get(addr: &str, path_and_query: &str) -> (String, Vec<u8>) {
 async fn presigned_get() {
     let gw = Gateway::start(&[]);
     let s3 = gw.client();
-    s3.create_bucket()
-        .bucket("pre")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "pre").await;
     put(&s3, "pre", "note.txt", b"presigned!").await;
     let presigned = s3
         .get_object()
@@ -751,11 +744,7 @@ async fn presigned_get() {
 async fn error_after_output_is_an_error_event() {
     let gw = Gateway::start(&[]);
     let s3 = gw.client();
-    s3.create_bucket()
-        .bucket("sel")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "sel").await;
     // More than one 4 MiB engine chunk, with the bad value in the last one.
     let mut data = String::new();
     let mut i = 0;
@@ -817,11 +806,7 @@ async fn error_after_output_is_an_error_event() {
 async fn disconnect_stops_the_scan() {
     let gw = Gateway::start(&["--max-selects", "1"]);
     let s3 = gw.client();
-    s3.create_bucket()
-        .bucket("sel")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "sel").await;
     let row = "0123456789,abcdefghijklmnopqrstuvwxyz,abcdefghijklmnopqrstuvwxyz\n";
     let big = row.repeat((24 << 20) / row.len());
     put(&s3, "sel", "big.csv", big.as_bytes()).await;
@@ -868,11 +853,7 @@ async fn disconnect_stops_the_scan() {
 async fn virtual_host_style() {
     let gw = Gateway::start(&["--domain", "s3.sift.test"]);
     let s3 = gw.client();
-    s3.create_bucket()
-        .bucket("vhb")
-        .send()
-        .await
-        .expect("create");
+    create_bucket(&s3, "vhb").await;
     put(&s3, "vhb", "dir/k.txt", b"virtual").await;
 
     // Sign for the virtual host, then send to the loopback address with that Host header.
