@@ -19,7 +19,7 @@ use crate::err;
 use crate::error::{ErrorCode, Result, SelectError};
 use crate::eval::agg::AggState;
 use crate::eval::bind::{bind, Output, Plan};
-use crate::eval::expr::{CExpr, Row};
+use crate::eval::expr::{field_text, CExpr, Row};
 use crate::output::RowWriter;
 use crate::request::{Compression, FileHeaderInfo, SelectRequest};
 use crate::source::{decompress, Counting, ObjectSource};
@@ -712,16 +712,8 @@ fn write_row(
             for (i, e) in exprs.iter().enumerate() {
                 let name = &ctx.plan.names[i];
                 match e {
-                    CExpr::Field { index } => match row.record.field_str(*index) {
-                        Some(text) => {
-                            let s = text.map_err(|_| {
-                                err!(
-                                    InvalidTextEncoding,
-                                    "field _{} of the record at offset {} is not valid UTF-8",
-                                    index + 1,
-                                    row.record.offset()
-                                )
-                            })?;
+                    CExpr::Field { index } => match field_text(row.record, *index)? {
+                        Some(s) => {
                             if clean {
                                 w.clean_field(out, i, name, s);
                             } else {

@@ -163,17 +163,24 @@ pub struct Row<'r, 'c> {
 /// Reads field `i` of the record as a string value (MISSING past the record's end).
 #[inline]
 pub fn field_value<'r>(record: &'r Record<'_>, i: usize) -> Result<Value<'r>> {
+    Ok(match field_text(record, i)? {
+        Some(s) => Value::Str(Cow::Borrowed(s)),
+        None => Value::Missing,
+    })
+}
+
+/// Field `i` of the record as text, `None` past the record's end.
+#[inline]
+pub fn field_text<'r>(record: &'r Record<'_>, i: usize) -> Result<Option<&'r str>> {
     match record.field_str(i) {
-        Some(text) => match text {
-            Ok(s) => Ok(Value::Str(Cow::Borrowed(s))),
-            Err(_) => Err(err!(
-                InvalidTextEncoding,
-                "field _{} of the record at offset {} is not valid UTF-8",
-                i + 1,
-                record.offset()
-            )),
-        },
-        None => Ok(Value::Missing),
+        Some(Ok(s)) => Ok(Some(s)),
+        Some(Err(_)) => Err(err!(
+            InvalidTextEncoding,
+            "field _{} of the record at offset {} is not valid UTF-8",
+            i + 1,
+            record.offset()
+        )),
+        None => Ok(None),
     }
 }
 
