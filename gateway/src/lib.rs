@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod local;
 pub mod select;
 pub mod server;
 pub mod store;

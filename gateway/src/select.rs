@@ -9,7 +9,6 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -24,13 +23,15 @@ use s3s::dto::{
 };
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Response, S3Result};
 use sift_engine::{
-    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, FileSource, InputSerialization,
-    JsonOutput, OutputSerialization, QuoteFields, ScanRange, Select, SelectError, SelectRequest,
+    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputSerialization, JsonOutput,
+    ObjectSource, OutputSerialization, QuoteFields, ScanRange, Select, SelectError, SelectRequest,
     Sink, Stats,
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use crate::store::LocalStore;
+/// Opens the object a select reads, on the engine's thread (mapping a file or starting a
+/// download may block). The object was looked up before, so failing here is unexpected.
+pub type OpenSource = Box<dyn FnOnce() -> std::io::Result<Box<dyn ObjectSource + Send>> + Send>;
 
 /// Largest Records payload: the AWS Java SDK v1 (Trino 405's) fails on events of 128 KiB
 /// and more, and the event's own framing needs some room.
@@ -67,10 +68,12 @@ impl SelectService {
         }
     }
 
+    /// Runs the select of `input` on the object that `open` opens. The caller has already
+    /// checked that the object exists, so that a missing one is a plain 404.
     pub async fn run(
         &self,
-        store: &LocalStore,
         input: SelectObjectContentInput,
+        open: OpenSource,
     ) -> S3Result<S3Response<SelectObjectContentOutput>> {
         let progress = input
             .request
@@ -82,12 +85,6 @@ impl SelectService {
         let select = Select::new(request)
             .map_err(engine_error)?
             .with_threads(self.threads);
-
-        let (bucket, key) = (input.bucket, input.key);
-        let st = store.clone();
-        let (_meta, path) = tokio::task::spawn_blocking(move || st.object_file(&bucket, &key))
-            .await
-            .map_err(S3Error::internal_error)??;
 
         let admitted = self.admit()?;
         let running = self
@@ -102,7 +99,7 @@ impl SelectService {
         // limit for as long as it scans, even after its client has gone.
         let permits = [admitted, running];
         tokio::task::spawn_blocking(move || {
-            scan(select, path, tx, progress);
+            scan(select, open, tx, progress);
             drop(permits);
         });
 
@@ -135,11 +132,8 @@ enum Msg {
     Done(Result<Stats, SelectError>),
 }
 
-fn scan(select: Select, path: PathBuf, tx: mpsc::Sender<Msg>, progress: bool) {
-    // SAFETY: the store never writes an object file after committing it: a PUT writes a new
-    // file and renames metadata over the old one, and deletion only unlinks, so the mapped
-    // bytes cannot change or shrink while the scan runs.
-    let source = match unsafe { FileSource::mapped(&path) } {
+fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool) {
+    let source = match open() {
         Ok(s) => s,
         Err(e) => {
             let _ = tx.blocking_send(Msg::Done(Err(SelectError::new(
@@ -154,7 +148,7 @@ fn scan(select: Select, path: PathBuf, tx: mpsc::Sender<Msg>, progress: bool) {
         buf: Vec::with_capacity(MAX_RECORDS_PAYLOAD),
         progress,
     };
-    let result = select.run(&source, &mut sink).and_then(|stats| {
+    let result = select.run(&*source, &mut sink).and_then(|stats| {
         sink.flush()?;
         Ok(stats)
     });

@@ -12,8 +12,9 @@ use s3s::{Body, S3Request, S3Response, S3Result};
 use tokio::net::TcpListener;
 
 use crate::config::GatewayConfig;
+use crate::local::LocalGateway;
 use crate::select::SelectService;
-use crate::store::{Gateway, LocalStore};
+use crate::store::LocalStore;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -92,7 +93,7 @@ pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
         source,
     })?;
     let select = SelectService::new(config.dialect, config.select_threads, config.max_selects);
-    let mut builder = S3ServiceBuilder::new(Gateway { store, select });
+    let mut builder = S3ServiceBuilder::new(LocalGateway { store, select });
     builder.set_auth(crate::auth::users_auth(&config.users));
     builder.set_route(Health);
     if let Some(domain) = &config.domain {

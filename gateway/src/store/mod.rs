@@ -14,7 +14,8 @@
 //! metadata lives beside the namespace rather than in it. A PUT writes a fresh data file,
 //! fsyncs it, then renames the new metadata over the old: the rename is the commit, readers
 //! see the old object or the new one, and a data file that a select has mapped is never
-//! changed under it (only unlinked, which leaves the mapping intact).
+//! changed under it (only unlinked, which leaves the mapping intact). Multipart uploads
+//! live beside the objects until they complete ([`uploads`]).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -24,16 +25,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
-use futures::StreamExt;
-use md5::{Digest, Md5};
-use s3s::dto::*;
-use s3s::{s3_error, S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
+use s3s::dto::{ETag, Timestamp};
+use s3s::{S3Error, S3ErrorCode};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
-use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+use sha2::{Digest, Sha256};
 
-use crate::select::SelectService;
+mod uploads;
+
+pub use uploads::{PartInfo, Upload, UploadListing, MAX_PART_NUMBER, MIN_PART_SIZE};
 
 /// Failures of the local store, each mapped to the S3 error a client expects.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +55,18 @@ pub enum StoreError {
     InvalidDigest,
     #[error("The requested range is not satisfiable")]
     InvalidRange,
+    #[error("The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.")]
+    NoSuchUpload,
+    #[error("Part {0} could not be found, or its ETag does not match the one given.")]
+    InvalidPart(i32),
+    #[error("The list of parts was not in ascending order of part number.")]
+    InvalidPartOrder,
+    #[error("Part {0} is {1} bytes: every part but the last must be at least 5 MiB.")]
+    EntityTooSmall(i32, u64),
+    #[error("Part number must be an integer between 1 and 10000, inclusive (got {0}).")]
+    InvalidPartNumber(i32),
+    #[error("{0}")]
+    MalformedXml(String),
     #[error("object metadata is corrupt: {0}")]
     CorruptMetadata(#[from] serde_json::Error),
     #[error("storage I/O error: {0}")]
@@ -74,6 +85,12 @@ impl From<StoreError> for S3Error {
             StoreError::BadDigest => S3ErrorCode::BadDigest,
             StoreError::InvalidDigest => S3ErrorCode::InvalidDigest,
             StoreError::InvalidRange => S3ErrorCode::InvalidRange,
+            StoreError::NoSuchUpload => S3ErrorCode::NoSuchUpload,
+            StoreError::InvalidPart(_) => S3ErrorCode::InvalidPart,
+            StoreError::InvalidPartOrder => S3ErrorCode::InvalidPartOrder,
+            StoreError::EntityTooSmall(..) => S3ErrorCode::EntityTooSmall,
+            StoreError::InvalidPartNumber(_) => S3ErrorCode::InvalidArgument,
+            StoreError::MalformedXml(_) => S3ErrorCode::MalformedXML,
             StoreError::CorruptMetadata(_) | StoreError::Io(_) => {
                 return S3Error::internal_error(e);
             }
@@ -105,10 +122,10 @@ pub struct ObjectMeta {
 }
 
 impl ObjectMeta {
-    fn last_modified(&self) -> Timestamp {
+    pub(crate) fn last_modified(&self) -> Timestamp {
         Timestamp::from(UNIX_EPOCH + Duration::from_millis(self.modified_unix_ms))
     }
-    fn e_tag(&self) -> ETag {
+    pub(crate) fn e_tag(&self) -> ETag {
         ETag::Strong(self.etag.clone())
     }
 }
@@ -134,7 +151,7 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -176,7 +193,7 @@ pub fn validate_bucket_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn validate_key(key: &str) -> Result<()> {
+pub(crate) fn validate_key(key: &str) -> Result<()> {
     if key.len() > 1024 {
         return Err(StoreError::KeyTooLong);
     }
@@ -192,7 +209,9 @@ fn not_found_as(e: io::Error, err: StoreError) -> StoreError {
 }
 
 /// Runs filesystem work off the async threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| StoreError::Io(io::Error::other(e)))?
@@ -236,6 +255,14 @@ impl LocalStore {
                 commit: std::sync::Mutex::new(()),
             }),
         })
+    }
+
+    /// Held while metadata (or a part) is renamed in and what it replaced is removed.
+    fn commit_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.inner
+            .commit
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn bucket_dir(&self, bucket: &str) -> PathBuf {
@@ -413,11 +440,7 @@ impl LocalStore {
             f.sync_all()?;
         }
         let meta_path = dir.join("meta").join(format!("{h}.json"));
-        let _guard = self
-            .inner
-            .commit
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _guard = self.commit_lock();
         let old = fs::read(&meta_path)
             .ok()
             .and_then(|t| serde_json::from_slice::<ObjectMeta>(&t).ok());
@@ -436,11 +459,7 @@ impl LocalStore {
         validate_key(key)?;
         let dir = self.check_bucket(bucket)?;
         let meta_path = dir.join("meta").join(format!("{}.json", key_hash(key)));
-        let _guard = self
-            .inner
-            .commit
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _guard = self.commit_lock();
         let old = match fs::read(&meta_path) {
             Ok(t) => serde_json::from_slice::<ObjectMeta>(&t).ok(),
             // Deleting a missing key succeeds in S3.
@@ -521,594 +540,11 @@ impl LocalStore {
     }
 }
 
-/// The gateway's `S3` implementation: the local store plus the select runner.
-#[derive(Debug, Clone)]
-pub struct Gateway {
-    pub store: LocalStore,
-    pub select: SelectService,
-}
-
-fn owner_of<T>(req: &S3Request<T>) -> S3Result<String> {
-    req.credentials
-        .as_ref()
-        .map(|c| c.access_key.clone())
-        .ok_or_else(|| s3_error!(AccessDenied, "anonymous requests are not served"))
-}
-
-fn owner_dto(id: &str) -> Owner {
-    Owner {
-        display_name: Some(id.to_string()),
-        id: Some(id.to_string()),
-    }
-}
-
-/// Decodes standard base64 (Content-MD5's encoding).
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let s = s.trim().trim_end_matches('=');
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for c in s.bytes() {
-        acc = (acc << 6) | value(c)?;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
-/// S3's `encoding-type=url`: percent-encode everything but unreserved characters and `/`.
-fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-struct ListParams<'a> {
-    bucket: &'a str,
-    prefix: String,
-    delimiter: Option<String>,
-    after: Option<String>,
-    max_keys: Option<i32>,
-    url: bool,
-}
-
-impl Gateway {
-    async fn list_page(
-        &self,
-        p: &ListParams<'_>,
-    ) -> S3Result<(Listing, Vec<Object>, Vec<CommonPrefix>)> {
-        let max = p.max_keys.unwrap_or(1000).clamp(0, 1000) as usize;
-        let store = self.store.clone();
-        let (bucket, prefix, delimiter, after) = (
-            p.bucket.to_string(),
-            p.prefix.clone(),
-            p.delimiter.clone(),
-            p.after.clone(),
-        );
-        let page = blocking(move || {
-            store.list(
-                &bucket,
-                &prefix,
-                delimiter.as_deref(),
-                after.as_deref(),
-                max,
-            )
-        })
-        .await?;
-        let enc = |s: &str| if p.url { url_encode(s) } else { s.to_string() };
-        let objects = page
-            .objects
-            .iter()
-            .map(|m| Object {
-                key: Some(enc(&m.key)),
-                size: Some(m.size as i64),
-                e_tag: Some(m.e_tag()),
-                last_modified: Some(m.last_modified()),
-                storage_class: Some(ObjectStorageClass::from_static(
-                    ObjectStorageClass::STANDARD,
-                )),
-                ..Default::default()
-            })
-            .collect();
-        let prefixes = page
-            .common_prefixes
-            .iter()
-            .map(|cp| CommonPrefix {
-                prefix: Some(enc(cp)),
-            })
-            .collect();
-        Ok((page, objects, prefixes))
-    }
-}
-
-fn is_url_encoding(e: &Option<EncodingType>) -> bool {
-    e.as_ref().is_some_and(|e| e.as_str() == EncodingType::URL)
-}
-
-/// Streams `len` bytes of `file` from `start` as a response body, 64 KiB at a time.
-fn file_body(file: fs::File, start: u64, len: u64) -> StreamingBlob {
-    let file = tokio::fs::File::from_std(file);
-    let stream = futures::stream::try_unfold(
-        (file, start, len, false),
-        |(mut file, start, remaining, seeked)| async move {
-            if remaining == 0 {
-                return Ok(None);
-            }
-            if !seeked {
-                file.seek(io::SeekFrom::Start(start)).await?;
-            }
-            let want = remaining.min(64 * 1024) as usize;
-            let mut buf = vec![0u8; want];
-            let n = file.read(&mut buf).await?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "object file is shorter than its metadata says",
-                ));
-            }
-            buf.truncate(n);
-            Ok::<_, io::Error>(Some((
-                Bytes::from(buf),
-                (file, start, remaining - n as u64, true),
-            )))
-        },
-    );
-    StreamingBlob::wrap(SyncStream::new(stream))
-}
-
-/// Makes a `Send` stream `Sync` (s3s asks for both) by only ever polling it through `&mut`.
-struct SyncStream<S>(std::sync::Mutex<std::pin::Pin<Box<S>>>);
-
-impl<S> SyncStream<S> {
-    fn new(s: S) -> Self {
-        SyncStream(std::sync::Mutex::new(Box::pin(s)))
-    }
-}
-
-impl<S: futures::Stream> futures::Stream for SyncStream<S> {
-    type Item = S::Item;
-    fn poll_next(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<S::Item>> {
-        let this = self.get_mut();
-        let inner = this
-            .0
-            .get_mut()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        inner.as_mut().poll_next(cx)
-    }
-}
-
-#[async_trait::async_trait]
-impl S3 for Gateway {
-    async fn create_bucket(
-        &self,
-        req: S3Request<CreateBucketInput>,
-    ) -> S3Result<S3Response<CreateBucketOutput>> {
-        let owner = owner_of(&req)?;
-        let bucket = req.input.bucket.clone();
-        let store = self.store.clone();
-        let b = bucket.clone();
-        blocking(move || store.create_bucket(&b, &owner)).await?;
-        Ok(S3Response::new(CreateBucketOutput {
-            location: Some(format!("/{bucket}")),
-        }))
-    }
-
-    async fn head_bucket(
-        &self,
-        req: S3Request<HeadBucketInput>,
-    ) -> S3Result<S3Response<HeadBucketOutput>> {
-        let store = self.store.clone();
-        let bucket = req.input.bucket;
-        blocking(move || store.head_bucket(&bucket)).await?;
-        Ok(S3Response::new(HeadBucketOutput::default()))
-    }
-
-    async fn list_buckets(
-        &self,
-        req: S3Request<ListBucketsInput>,
-    ) -> S3Result<S3Response<ListBucketsOutput>> {
-        let owner = owner_of(&req)?;
-        let store = self.store.clone();
-        let o = owner.clone();
-        let buckets = blocking(move || store.list_buckets(&o)).await?;
-        let buckets = buckets
-            .into_iter()
-            .map(|(name, created)| Bucket {
-                name: Some(name),
-                creation_date: Some(Timestamp::from(created)),
-                ..Default::default()
-            })
-            .collect();
-        Ok(S3Response::new(ListBucketsOutput {
-            buckets: Some(buckets),
-            owner: Some(owner_dto(&owner)),
-            ..Default::default()
-        }))
-    }
-
-    async fn delete_bucket(
-        &self,
-        req: S3Request<DeleteBucketInput>,
-    ) -> S3Result<S3Response<DeleteBucketOutput>> {
-        let store = self.store.clone();
-        let bucket = req.input.bucket;
-        blocking(move || store.delete_bucket(&bucket)).await?;
-        Ok(S3Response::new(DeleteBucketOutput {}))
-    }
-
-    async fn put_object(
-        &self,
-        req: S3Request<PutObjectInput>,
-    ) -> S3Result<S3Response<PutObjectOutput>> {
-        let input = req.input;
-        validate_key(&input.key)?;
-        let expected_md5 = match &input.content_md5 {
-            Some(s) => Some(
-                base64_decode(s)
-                    .filter(|d| d.len() == 16)
-                    .ok_or(StoreError::InvalidDigest)?,
-            ),
-            None => None,
-        };
-        {
-            // Fail before reading the body.
-            let store = self.store.clone();
-            let bucket = input.bucket.clone();
-            blocking(move || store.head_bucket(&bucket)).await?;
-        }
-        let store = self.store.clone();
-        let (temp, file) = blocking(move || store.create_temp()).await?;
-        let mut file = tokio::fs::File::from_std(file);
-        let mut md5 = Md5::new();
-        let mut size = 0u64;
-        let written: S3Result<()> = async {
-            if let Some(mut body) = input.body {
-                while let Some(chunk) = body.next().await {
-                    let chunk = chunk.map_err(|e| {
-                        S3Error::with_message(S3ErrorCode::IncompleteBody, e.to_string())
-                    })?;
-                    md5.update(&chunk);
-                    size += chunk.len() as u64;
-                    file.write_all(&chunk).await.map_err(StoreError::Io)?;
-                }
-            }
-            file.sync_all().await.map_err(StoreError::Io)?;
-            Ok(())
-        }
-        .await;
-        drop(file);
-        let digest = md5.finalize();
-        let check = written.and_then(|()| match expected_md5 {
-            Some(want) if want.as_slice() != digest.as_slice() => Err(StoreError::BadDigest.into()),
-            _ => Ok(()),
-        });
-        if let Err(e) = check {
-            let _ = tokio::fs::remove_file(&temp).await;
-            return Err(e);
-        }
-        let etag = hex(&digest);
-        let metadata: BTreeMap<String, String> =
-            input.metadata.unwrap_or_default().into_iter().collect();
-        let store = self.store.clone();
-        let (bucket, key, content_type) = (input.bucket, input.key, input.content_type);
-        let meta = blocking(move || {
-            store.commit_object(
-                &bucket,
-                &key,
-                &temp,
-                NewObject {
-                    size,
-                    etag,
-                    content_type,
-                    metadata,
-                },
-            )
-        })
-        .await?;
-        Ok(S3Response::new(PutObjectOutput {
-            e_tag: Some(meta.e_tag()),
-            ..Default::default()
-        }))
-    }
-
-    async fn get_object(
-        &self,
-        req: S3Request<GetObjectInput>,
-    ) -> S3Result<S3Response<GetObjectOutput>> {
-        let input = req.input;
-        let store = self.store.clone();
-        let (bucket, key) = (input.bucket, input.key);
-        let (meta, file) = blocking(move || store.open_object(&bucket, &key)).await?;
-        let (start, len, content_range) = match &input.range {
-            None => (0, meta.size, None),
-            Some(range) => {
-                let r = range
-                    .check(meta.size)
-                    .map_err(|_| StoreError::InvalidRange)?;
-                let cr = format!(
-                    "bytes {}-{}/{}",
-                    r.start,
-                    r.end.saturating_sub(1),
-                    meta.size
-                );
-                (r.start, r.end - r.start, Some(cr))
-            }
-        };
-        Ok(S3Response::new(GetObjectOutput {
-            body: Some(file_body(file, start, len)),
-            content_length: Some(len as i64),
-            content_range,
-            accept_ranges: Some("bytes".to_string()),
-            content_type: meta.content_type.clone(),
-            e_tag: Some(meta.e_tag()),
-            last_modified: Some(meta.last_modified()),
-            metadata: Some(meta.metadata.into_iter().collect()),
-            ..Default::default()
-        }))
-    }
-
-    async fn head_object(
-        &self,
-        req: S3Request<HeadObjectInput>,
-    ) -> S3Result<S3Response<HeadObjectOutput>> {
-        let store = self.store.clone();
-        let (bucket, key) = (req.input.bucket, req.input.key);
-        let meta = blocking(move || store.head_object(&bucket, &key)).await?;
-        Ok(S3Response::new(HeadObjectOutput {
-            content_length: Some(meta.size as i64),
-            accept_ranges: Some("bytes".to_string()),
-            content_type: meta.content_type.clone(),
-            e_tag: Some(meta.e_tag()),
-            last_modified: Some(meta.last_modified()),
-            metadata: Some(meta.metadata.into_iter().collect()),
-            ..Default::default()
-        }))
-    }
-
-    async fn delete_object(
-        &self,
-        req: S3Request<DeleteObjectInput>,
-    ) -> S3Result<S3Response<DeleteObjectOutput>> {
-        let store = self.store.clone();
-        let (bucket, key) = (req.input.bucket, req.input.key);
-        blocking(move || store.delete_object(&bucket, &key)).await?;
-        Ok(S3Response::new(DeleteObjectOutput::default()))
-    }
-
-    async fn delete_objects(
-        &self,
-        req: S3Request<DeleteObjectsInput>,
-    ) -> S3Result<S3Response<DeleteObjectsOutput>> {
-        let input = req.input;
-        let quiet = input.delete.quiet.unwrap_or(false);
-        let store = self.store.clone();
-        let bucket = input.bucket;
-        let keys: Vec<String> = input.delete.objects.into_iter().map(|o| o.key).collect();
-        let results = blocking(move || {
-            store.head_bucket(&bucket)?;
-            Ok(keys
-                .into_iter()
-                .map(|k| {
-                    let r = store.delete_object(&bucket, &k);
-                    (k, r)
-                })
-                .collect::<Vec<_>>())
-        })
-        .await?;
-        let mut deleted = Vec::new();
-        let mut errors = Vec::new();
-        for (key, r) in results {
-            match r {
-                Ok(()) if !quiet => deleted.push(DeletedObject {
-                    key: Some(key),
-                    ..Default::default()
-                }),
-                Ok(()) => {}
-                Err(e) => {
-                    let e = S3Error::from(e);
-                    errors.push(Error {
-                        code: Some(e.code().as_str().to_string()),
-                        key: Some(key),
-                        message: e.message().map(str::to_string),
-                        version_id: None,
-                    });
-                }
-            }
-        }
-        Ok(S3Response::new(DeleteObjectsOutput {
-            deleted: Some(deleted),
-            errors: Some(errors),
-            ..Default::default()
-        }))
-    }
-
-    async fn copy_object(
-        &self,
-        req: S3Request<CopyObjectInput>,
-    ) -> S3Result<S3Response<CopyObjectOutput>> {
-        let input = req.input;
-        let CopySource::Bucket {
-            bucket: src_bucket,
-            key: src_key,
-            ..
-        } = &input.copy_source
-        else {
-            return Err(s3_error!(
-                NotImplemented,
-                "copying from an access point is not supported"
-            ));
-        };
-        let (src_bucket, src_key) = (src_bucket.to_string(), src_key.to_string());
-        let replace = input
-            .metadata_directive
-            .as_ref()
-            .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
-        let store = self.store.clone();
-        let (dst_bucket, dst_key) = (input.bucket, input.key);
-        let (new_type, new_meta) = (input.content_type, input.metadata);
-        let meta = blocking(move || {
-            validate_key(&dst_key)?;
-            store.head_bucket(&dst_bucket)?;
-            let (src, mut file) = store.open_object(&src_bucket, &src_key)?;
-            let (temp, mut out) = store.create_temp()?;
-            let copied = io::copy(&mut file, &mut out).and_then(|_| out.sync_all());
-            if let Err(e) = copied {
-                let _ = fs::remove_file(&temp);
-                return Err(e.into());
-            }
-            let (content_type, metadata) = if replace {
-                (new_type, new_meta.unwrap_or_default().into_iter().collect())
-            } else {
-                (src.content_type, src.metadata)
-            };
-            let new = NewObject {
-                size: src.size,
-                etag: src.etag,
-                content_type,
-                metadata,
-            };
-            store.commit_object(&dst_bucket, &dst_key, &temp, new)
-        })
-        .await?;
-        Ok(S3Response::new(CopyObjectOutput {
-            copy_object_result: Some(CopyObjectResult {
-                e_tag: Some(meta.e_tag()),
-                last_modified: Some(meta.last_modified()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }))
-    }
-
-    async fn list_objects(
-        &self,
-        req: S3Request<ListObjectsInput>,
-    ) -> S3Result<S3Response<ListObjectsOutput>> {
-        let input = req.input;
-        let params = ListParams {
-            bucket: &input.bucket,
-            prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
-            after: input.marker.clone().filter(|m| !m.is_empty()),
-            max_keys: input.max_keys,
-            url: is_url_encoding(&input.encoding_type),
-        };
-        let (page, contents, prefixes) = self.list_page(&params).await?;
-        let next_marker = if page.truncated {
-            page.last.clone()
-        } else {
-            None
-        };
-        Ok(S3Response::new(ListObjectsOutput {
-            name: Some(input.bucket.clone()),
-            prefix: Some(input.prefix.unwrap_or_default()),
-            marker: input.marker,
-            max_keys: Some(input.max_keys.unwrap_or(1000)),
-            is_truncated: Some(page.truncated),
-            contents: Some(contents),
-            common_prefixes: Some(prefixes),
-            delimiter: input.delimiter,
-            next_marker,
-            encoding_type: input.encoding_type,
-            ..Default::default()
-        }))
-    }
-
-    async fn list_objects_v2(
-        &self,
-        req: S3Request<ListObjectsV2Input>,
-    ) -> S3Result<S3Response<ListObjectsV2Output>> {
-        let input = req.input;
-        // The continuation token is the hex of the last entry returned: opaque to clients
-        // and safe for any key.
-        let token_after = match &input.continuation_token {
-            Some(t) => Some(decode_token(t).ok_or_else(|| {
-                s3_error!(
-                    InvalidArgument,
-                    "The continuation token provided is incorrect"
-                )
-            })?),
-            None => None,
-        };
-        let after = token_after.or_else(|| input.start_after.clone().filter(|s| !s.is_empty()));
-        let params = ListParams {
-            bucket: &input.bucket,
-            prefix: input.prefix.clone().unwrap_or_default(),
-            delimiter: input.delimiter.clone(),
-            after,
-            max_keys: input.max_keys,
-            url: is_url_encoding(&input.encoding_type),
-        };
-        let (page, contents, prefixes) = self.list_page(&params).await?;
-        let next = if page.truncated {
-            page.last.as_deref().map(|l| hex(l.as_bytes()))
-        } else {
-            None
-        };
-        let count = (contents.len() + prefixes.len()) as i32;
-        Ok(S3Response::new(ListObjectsV2Output {
-            name: Some(input.bucket.clone()),
-            prefix: Some(input.prefix.unwrap_or_default()),
-            max_keys: Some(input.max_keys.unwrap_or(1000)),
-            key_count: Some(count),
-            continuation_token: input.continuation_token,
-            is_truncated: Some(page.truncated),
-            next_continuation_token: next,
-            contents: Some(contents),
-            common_prefixes: Some(prefixes),
-            delimiter: input.delimiter,
-            encoding_type: input.encoding_type,
-            start_after: input.start_after,
-            ..Default::default()
-        }))
-    }
-
-    async fn select_object_content(
-        &self,
-        req: S3Request<SelectObjectContentInput>,
-    ) -> S3Result<S3Response<SelectObjectContentOutput>> {
-        self.select.run(&self.store, req.input).await
-    }
-}
-
-fn decode_token(t: &str) -> Option<String> {
-    if !t.len().is_multiple_of(2) {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..t.len())
-        .step_by(2)
-        .map(|i| t.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
-        .collect();
-    String::from_utf8(bytes?).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn store() -> (LocalStore, PathBuf) {
+    pub(crate) fn store() -> (LocalStore, PathBuf) {
         let dir = std::env::temp_dir().join(format!(
             "sift-store-test-{}-{}",
             std::process::id(),
@@ -1210,12 +646,5 @@ mod tests {
             Err(StoreError::KeyTooLong)
         ));
         fs::remove_dir_all(dir).expect("cleanup");
-    }
-
-    #[test]
-    fn base64_and_tokens() {
-        assert_eq!(base64_decode("aGVsbG8=").as_deref(), Some(&b"hello"[..]));
-        assert_eq!(decode_token(&hex("a/ü".as_bytes())).as_deref(), Some("a/ü"));
-        assert_eq!(decode_token("zz"), None);
     }
 }

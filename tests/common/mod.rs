@@ -1,0 +1,115 @@
+//! The test harness shared by the gateway's integration tests: the real `sift` binary on a
+//! free port of 127.0.0.1, driven by the AWS SDK for Rust (path style, SigV4, us-east-1).
+#![allow(dead_code)] // each test binary uses a different part of it
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use aws_sdk_s3::config::{Credentials, Region};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+
+pub const ACCESS: &str = "sift-test-access";
+pub const SECRET: &str = "sift-test-secret";
+pub const MAX_RECORDS: usize = 128 * 1024 - 256;
+
+/// A running gateway, stopped when dropped.
+pub struct Gateway {
+    pub child: Child,
+    pub addr: String,
+    pub data: PathBuf,
+}
+
+impl Gateway {
+    pub fn start(extra: &[&str]) -> Gateway {
+        let data = std::env::temp_dir().join(format!(
+            "sift-gateway-test-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock")
+                .as_nanos()
+        ));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+            .args(["gateway", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&data)
+            .args(["--access-key", ACCESS, "--secret-key", SECRET])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("sift gateway starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("startup line");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on http://")
+            .unwrap_or_else(|| panic!("unexpected startup line {line:?}"))
+            .to_string();
+        Gateway { child, addr, data }
+    }
+
+    pub fn client_with(&self, access: &str, secret: &str) -> Client {
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version_latest()
+            .region(Region::new("us-east-1"))
+            .endpoint_url(format!("http://{}", self.addr))
+            .force_path_style(true)
+            .credentials_provider(Credentials::new(access, secret, None, None, "test"))
+            .http_client(aws_smithy_http_client::Builder::new().build_http())
+            .build();
+        Client::from_conf(config)
+    }
+
+    pub fn client(&self) -> Client {
+        self.client_with(ACCESS, SECRET)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+}
+
+pub async fn create_bucket(client: &Client, bucket: &str) {
+    client
+        .create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create bucket {bucket}: {e:?}"));
+}
+
+pub async fn put(client: &Client, bucket: &str, key: &str, body: &[u8]) {
+    client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(ByteStream::from(body.to_vec()))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("put {key}: {e:?}"));
+}
+
+pub async fn get(client: &Client, bucket: &str, key: &str) -> Vec<u8> {
+    let out = client
+        .get_object()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("get {key}: {e:?}"));
+    out.body
+        .collect()
+        .await
+        .expect("body")
+        .into_bytes()
+        .to_vec()
+}
