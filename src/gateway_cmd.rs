@@ -1,22 +1,49 @@
-//! `sift gateway`: the S3 endpoint over a local data directory.
+//! `sift gateway`: the S3 endpoint over a local data directory or in front of another store.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use sift_engine::Dialect;
-use sift_gateway::config::{collect_users, GatewayConfig};
+use sift_gateway::config::{collect_users, Backend, GatewayConfig};
 use sift_gateway::server;
+use sift_gateway::upstream::UpstreamConfig;
 
 #[derive(Args, Debug)]
 pub struct GatewayArgs {
     /// Address to listen on; port 0 picks a free port (the chosen one is printed).
     #[arg(long, default_value = "127.0.0.1:9000")]
     listen: SocketAddr,
-    /// Directory holding buckets and objects (created if missing).
+    /// Directory holding buckets and objects (created if missing): the embedded store.
+    #[arg(
+        long,
+        required_unless_present = "upstream",
+        conflicts_with = "upstream"
+    )]
+    data_dir: Option<PathBuf>,
+    /// Forward every S3 call but SelectObjectContent to this S3 store (`http://host:port`)
+    /// instead of serving from --data-dir.
+    #[arg(
+        long,
+        requires = "upstream_access_key",
+        requires = "upstream_secret_key"
+    )]
+    upstream: Option<String>,
+    /// Access key Sift signs upstream requests with; or set SIFT_UPSTREAM_ACCESS_KEY.
     #[arg(long)]
-    data_dir: PathBuf,
+    upstream_access_key: Option<String>,
+    /// Secret key Sift signs upstream requests with; or set SIFT_UPSTREAM_SECRET_KEY.
+    #[arg(long)]
+    upstream_secret_key: Option<String>,
+    /// Region of the upstream store's signatures.
+    #[arg(long, default_value = "us-east-1")]
+    upstream_region: String,
+    /// Seconds the upstream may stay silent (connecting, answering, mid-body) before the
+    /// request fails.
+    #[arg(long, default_value_t = 30.0)]
+    upstream_timeout: f64,
     /// Base domain for virtual-host style requests (`bucket.DOMAIN`).
     #[arg(long)]
     domain: Option<String>,
@@ -60,7 +87,45 @@ pub fn run(args: GatewayArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut config = GatewayConfig::new(args.listen, args.data_dir, users);
+    let backend = match (args.data_dir, args.upstream) {
+        (Some(data_dir), None) => Backend::Local { data_dir },
+        (None, Some(endpoint)) => {
+            let key = |flag: Option<String>, env: &str| {
+                flag.or_else(|| std::env::var(env).ok())
+                    .filter(|k| !k.is_empty())
+            };
+            let (Some(access_key), Some(secret_key)) = (
+                key(args.upstream_access_key, "SIFT_UPSTREAM_ACCESS_KEY"),
+                key(args.upstream_secret_key, "SIFT_UPSTREAM_SECRET_KEY"),
+            ) else {
+                eprintln!("sift gateway: --upstream needs --upstream-access-key and --upstream-secret-key (or SIFT_UPSTREAM_ACCESS_KEY and SIFT_UPSTREAM_SECRET_KEY)");
+                return ExitCode::from(2);
+            };
+            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                eprintln!(
+                    "sift gateway: --upstream {endpoint:?} must be an http:// or https:// URL"
+                );
+                return ExitCode::from(2);
+            }
+            if !(args.upstream_timeout.is_finite() && args.upstream_timeout > 0.0) {
+                eprintln!("sift gateway: --upstream-timeout must be a positive number of seconds");
+                return ExitCode::from(2);
+            }
+            Backend::Upstream(UpstreamConfig {
+                endpoint,
+                access_key,
+                secret_key,
+                region: args.upstream_region,
+                timeout: Duration::from_secs_f64(args.upstream_timeout),
+            })
+        }
+        // clap's required_unless_present / conflicts_with rule the other cases out.
+        _ => {
+            eprintln!("sift gateway: give exactly one of --data-dir and --upstream");
+            return ExitCode::from(2);
+        }
+    };
+    let mut config = GatewayConfig::new(args.listen, backend, users);
     config.domain = args.domain;
     config.dialect = match args.sql_dialect {
         SqlDialect::Aws => Dialect::Aws,

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use sift_engine::Dialect;
 
+use crate::upstream::UpstreamConfig;
+
 /// One user allowed to sign requests (SigV4 access key and secret).
 #[derive(Clone, PartialEq, Eq)]
 pub struct User {
@@ -22,11 +24,20 @@ impl std::fmt::Debug for User {
     }
 }
 
+/// Where objects live.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The embedded store in a directory (created if missing).
+    Local { data_dir: PathBuf },
+    /// Another S3 store, which every operation but SelectObjectContent is forwarded to.
+    Upstream(UpstreamConfig),
+}
+
 /// Everything [`crate::server::serve`] needs.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     pub listen: SocketAddr,
-    pub data_dir: PathBuf,
+    pub backend: Backend,
     /// Base domain for virtual-host style requests (`bucket.DOMAIN`); path style always works.
     pub domain: Option<String>,
     pub users: Vec<User>,
@@ -39,12 +50,12 @@ pub struct GatewayConfig {
 }
 
 impl GatewayConfig {
-    /// Defaults for everything but the address, the data directory and the users.
-    pub fn new(listen: SocketAddr, data_dir: PathBuf, users: Vec<User>) -> Self {
+    /// Defaults for everything but the address, the backend and the users.
+    pub fn new(listen: SocketAddr, backend: Backend, users: Vec<User>) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         GatewayConfig {
             listen,
-            data_dir,
+            backend,
             domain: None,
             users,
             dialect: Dialect::default(),

@@ -11,5 +11,6 @@ pub mod local;
 pub mod select;
 pub mod server;
 pub mod store;
+pub mod upstream;
 
 pub use config::{GatewayConfig, User};

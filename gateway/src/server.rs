@@ -11,10 +11,11 @@ use s3s::service::{S3Service, S3ServiceBuilder};
 use s3s::{Body, S3Request, S3Response, S3Result};
 use tokio::net::TcpListener;
 
-use crate::config::GatewayConfig;
+use crate::config::{Backend, GatewayConfig};
 use crate::local::LocalGateway;
 use crate::select::SelectService;
 use crate::store::LocalStore;
+use crate::upstream::UpstreamGateway;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -88,12 +89,19 @@ impl s3s::host::S3Host for DomainHost {
 
 /// Builds the s3s service for `config`.
 pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
-    let store = LocalStore::open(&config.data_dir).map_err(|source| ServeError::DataDir {
-        path: config.data_dir.clone(),
-        source,
-    })?;
     let select = SelectService::new(config.dialect, config.select_threads, config.max_selects);
-    let mut builder = S3ServiceBuilder::new(LocalGateway { store, select });
+    let mut builder = match &config.backend {
+        Backend::Local { data_dir } => {
+            let store = LocalStore::open(data_dir).map_err(|source| ServeError::DataDir {
+                path: data_dir.clone(),
+                source,
+            })?;
+            S3ServiceBuilder::new(LocalGateway { store, select })
+        }
+        Backend::Upstream(upstream) => {
+            S3ServiceBuilder::new(UpstreamGateway::new(upstream, select))
+        }
+    };
     builder.set_auth(crate::auth::users_auth(&config.users));
     builder.set_route(Health);
     if let Some(domain) = &config.domain {

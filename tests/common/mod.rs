@@ -22,20 +22,36 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// A gateway on its embedded store in a fresh temporary directory.
     pub fn start(extra: &[&str]) -> Gateway {
-        let data = std::env::temp_dir().join(format!(
-            "sift-gateway-test-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("clock")
-                .as_nanos()
-        ));
+        let data = temp_dir("sift-gateway-test");
+        let mut args = vec!["--data-dir".to_string(), data.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Gateway::launch(&args, data)
+    }
+
+    /// A gateway in front of the S3 store at `endpoint`, signing with `access`/`secret`.
+    pub fn start_upstream(endpoint: &str, access: &str, secret: &str, extra: &[&str]) -> Gateway {
+        let mut args: Vec<String> = [
+            "--upstream",
+            endpoint,
+            "--upstream-access-key",
+            access,
+            "--upstream-secret-key",
+            secret,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Gateway::launch(&args, temp_dir("sift-gateway-unused"))
+    }
+
+    fn launch(args: &[String], data: PathBuf) -> Gateway {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
-            .args(["gateway", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(&data)
+            .args(["gateway", "--listen", "127.0.0.1:0"])
             .args(["--access-key", ACCESS, "--secret-key", SECRET])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -51,6 +67,10 @@ impl Gateway {
             .unwrap_or_else(|| panic!("unexpected startup line {line:?}"))
             .to_string();
         Gateway { child, addr, data }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     pub fn client_with(&self, access: &str, secret: &str) -> Client {
@@ -76,6 +96,20 @@ impl Drop for Gateway {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data);
     }
+}
+
+/// A new path under the temporary directory, unique to this process and moment.
+pub fn temp_dir(prefix: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir().join(format!(
+        "{prefix}-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ))
 }
 
 pub async fn create_bucket(client: &Client, bucket: &str) {

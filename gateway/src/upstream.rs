@@ -1,0 +1,439 @@
+//! The upstream backend: Sift in front of another S3 store (Ceph RGW, MinIO, AWS S3).
+//!
+//! Every operation but SelectObjectContent is forwarded with `s3s-aws`'s proxy, which maps
+//! s3s's request and response types onto aws-sdk-s3's and passes bodies through as streams
+//! in both directions, so no object is ever held in memory; the upstream's status codes
+//! and S3 error codes come back unchanged. SelectObjectContent is answered here: the
+//! engine reads the object from upstream with a GET (a ranged GET for a ScanRange), and
+//! only the result goes back to the client.
+//!
+//! Failures of the upstream itself (refused connection, no answer, a body that stalls) are
+//! `503 ServiceUnavailable` before a response has begun, and an error event after.
+
+use std::io::{self, Read};
+use std::time::Duration;
+
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{
+    BehaviorVersion, Credentials, Region, RequestChecksumCalculation, ResponseChecksumValidation,
+    StalledStreamProtectionConfig,
+};
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+use bytes::{Buf, Bytes};
+use s3s::dto::*;
+use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
+use sift_engine::ObjectSource;
+use tokio::runtime::Handle;
+
+use crate::select::{OpenSource, SelectService};
+
+/// Where the upstream store is and how Sift signs its requests to it.
+#[derive(Clone)]
+pub struct UpstreamConfig {
+    /// `http://host:port` (or https).
+    pub endpoint: String,
+    pub access_key: String,
+    pub secret_key: String,
+    pub region: String,
+    /// How long the upstream may stay silent: to connect, to answer, and between two
+    /// pieces of a body.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for UpstreamConfig {
+    // The secret never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamConfig")
+            .field("endpoint", &self.endpoint)
+            .field("access_key", &self.access_key)
+            .field("region", &self.region)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The SDK client for the upstream store: path style (a store beside Sift rarely has
+/// wildcard DNS), and checksums only where S3 requires them, because stores such as Ceph
+/// RGW 18 do not all accept the SDK's newer default trailing checksums.
+pub fn upstream_client(config: &UpstreamConfig) -> Client {
+    let sdk = aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(config.region.clone()))
+        .endpoint_url(&config.endpoint)
+        .force_path_style(true)
+        .credentials_provider(Credentials::new(
+            config.access_key.clone(),
+            config.secret_key.clone(),
+            None,
+            None,
+            "sift-upstream",
+        ))
+        .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+        .response_checksum_validation(ResponseChecksumValidation::WhenRequired)
+        // No whole-operation timeout: a large upload through the proxy may take long while
+        // making progress. Stalls are caught by the stalled-stream protection instead.
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+                .build(),
+        )
+        .stalled_stream_protection(
+            StalledStreamProtectionConfig::enabled()
+                .grace_period(config.timeout)
+                .build(),
+        )
+        .retry_config(RetryConfig::standard().with_max_attempts(2))
+        .build();
+    Client::from_conf(sdk)
+}
+
+/// The gateway's `S3` implementation in front of an upstream store.
+pub struct UpstreamGateway {
+    proxy: s3s_aws::Proxy,
+    client: Client,
+    select: SelectService,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for UpstreamGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamGateway").finish_non_exhaustive()
+    }
+}
+
+impl UpstreamGateway {
+    pub fn new(config: &UpstreamConfig, select: SelectService) -> Self {
+        let client = upstream_client(config);
+        UpstreamGateway {
+            proxy: s3s_aws::Proxy::from(client.clone()),
+            client,
+            select,
+            timeout: config.timeout,
+        }
+    }
+
+    /// The object's size and ETag, or the upstream's own error for it.
+    async fn lookup(&self, bucket: &str, key: &str) -> S3Result<(u64, Option<String>)> {
+        let head = self.client.head_object().bucket(bucket).key(key).send();
+        match self.within_timeout(head).await? {
+            Ok(out) => Ok((
+                out.content_length()
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or(0),
+                out.e_tag().map(str::to_string),
+            )),
+            // A HEAD answer has no body, hence no S3 error code: ask again with a GET of
+            // one byte, whose error names the problem (NoSuchKey, NoSuchBucket, …).
+            Err(SdkError::ServiceError(_)) => {
+                let get = self
+                    .client
+                    .get_object()
+                    .bucket(bucket)
+                    .key(key)
+                    .range("bytes=0-0")
+                    .send();
+                match self.within_timeout(get).await? {
+                    Err(e) => Err(upstream_error(e)),
+                    Ok(_) => Err(S3Error::with_message(
+                        S3ErrorCode::InternalError,
+                        "the upstream store refused a HEAD of the object but answered a GET",
+                    )),
+                }
+            }
+            Err(e) => Err(upstream_error(e)),
+        }
+    }
+
+    async fn within_timeout<T>(&self, f: impl std::future::Future<Output = T>) -> S3Result<T> {
+        tokio::time::timeout(self.timeout, f).await.map_err(|_| {
+            unavailable(format!(
+                "the upstream store did not answer within {} s",
+                self.timeout.as_secs_f64()
+            ))
+        })
+    }
+}
+
+fn unavailable(message: String) -> S3Error {
+    let mut e = S3Error::with_message(S3ErrorCode::ServiceUnavailable, message);
+    e.set_status_code(hyper::StatusCode::SERVICE_UNAVAILABLE);
+    e
+}
+
+/// The upstream's answer as the client's error: its S3 code, message and status when it
+/// answered; 503 ServiceUnavailable when it could not be reached.
+fn upstream_error<E>(e: SdkError<E, HttpResponse>) -> S3Error
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    match &e {
+        SdkError::ServiceError(service) => {
+            let code = e
+                .code()
+                .and_then(|c| S3ErrorCode::from_bytes(c.as_bytes()))
+                .unwrap_or(S3ErrorCode::InternalError);
+            let mut err = S3Error::new(code);
+            if let Some(m) = e.message() {
+                err.set_message(m.to_string());
+            }
+            if let Ok(status) = hyper::StatusCode::from_u16(service.raw().status().as_u16()) {
+                err.set_status_code(status);
+            }
+            err
+        }
+        _ => unavailable(format!(
+            "the upstream store could not be reached: {}",
+            DisplayErrorContext(&e)
+        )),
+    }
+}
+
+/// s3s-aws reports an upstream that never answered as a 500 InternalError whose source is
+/// the SDK's error; the SDK names those failures "dispatch failure" (no connection),
+/// "timeout" and "response error" (no valid answer). Make them the 503 a client retries.
+fn unreachable_as_unavailable(e: S3Error) -> S3Error {
+    if *e.code() != S3ErrorCode::InternalError {
+        return e;
+    }
+    let Some(source) = e.source() else { return e };
+    if !matches!(
+        source.to_string().as_str(),
+        "dispatch failure" | "timeout" | "response error"
+    ) {
+        return e;
+    }
+    unavailable(format!(
+        "the upstream store could not be reached: {}",
+        DisplayErrorContext(source)
+    ))
+}
+
+/// The object on the upstream store, as the engine reads it.
+struct UpstreamSource {
+    client: Client,
+    bucket: String,
+    key: String,
+    size: u64,
+    /// Every GET asks for this ETag, so a select never mixes two versions of the object.
+    etag: Option<String>,
+    runtime: Handle,
+    timeout: Duration,
+}
+
+impl ObjectSource for UpstreamSource {
+    fn size(&self) -> Option<u64> {
+        Some(self.size)
+    }
+
+    fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>> {
+        if offset >= self.size {
+            return Ok(Box::new(io::empty()));
+        }
+        let mut get = self.client.get_object().bucket(&self.bucket).key(&self.key);
+        if offset > 0 {
+            get = get.range(format!("bytes={offset}-"));
+        }
+        if let Some(etag) = &self.etag {
+            get = get.if_match(etag);
+        }
+        let out = self
+            .runtime
+            .block_on(tokio::time::timeout(self.timeout, get.send()))
+            .map_err(|_| silent(self.timeout))?
+            .map_err(|e| {
+                io::Error::other(format!(
+                    "the upstream store refused the GET: {}",
+                    DisplayErrorContext(&e)
+                ))
+            })?;
+        Ok(Box::new(BodyReader {
+            body: out.body,
+            pending: Bytes::new(),
+            runtime: self.runtime.clone(),
+            timeout: self.timeout,
+        }))
+    }
+}
+
+fn silent(timeout: Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "the upstream store sent nothing for {} s",
+            timeout.as_secs_f64()
+        ),
+    )
+}
+
+/// A GET's body as a blocking reader for the engine's thread; a body that stops for longer
+/// than the timeout, or ends early, is an error rather than a short object.
+struct BodyReader {
+    body: ByteStream,
+    pending: Bytes,
+    runtime: Handle,
+    timeout: Duration,
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pending.is_empty() {
+            let next = self
+                .runtime
+                .block_on(tokio::time::timeout(self.timeout, self.body.next()))
+                .map_err(|_| silent(self.timeout))?;
+            match next {
+                None => return Ok(0),
+                Some(Ok(bytes)) => self.pending = bytes,
+                Some(Err(e)) => {
+                    return Err(io::Error::other(format!(
+                        "reading from the upstream store failed: {}",
+                        DisplayErrorContext(&e)
+                    )))
+                }
+            }
+        }
+        let n = buf.len().min(self.pending.len());
+        buf[..n].copy_from_slice(&self.pending[..n]);
+        self.pending.advance(n);
+        Ok(n)
+    }
+}
+
+/// Forwards every listed operation to the proxy; written as one macro so that the whole
+/// `impl S3` (which `async_trait` must see at once) comes out of it.
+macro_rules! forward_all_but_select {
+    ($($op:ident: $input:ident => $output:ident;)*) => {
+        #[async_trait::async_trait]
+        impl S3 for UpstreamGateway {
+            $(
+                async fn $op(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
+                    self.proxy.$op(req).await.map_err(unreachable_as_unavailable)
+                }
+            )*
+
+            async fn select_object_content(
+                &self,
+                req: S3Request<SelectObjectContentInput>,
+            ) -> S3Result<S3Response<SelectObjectContentOutput>> {
+                let input = req.input;
+                let (size, etag) = self.lookup(&input.bucket, &input.key).await?;
+                let source = UpstreamSource {
+                    client: self.client.clone(),
+                    bucket: input.bucket.clone(),
+                    key: input.key.clone(),
+                    size,
+                    etag,
+                    runtime: Handle::current(),
+                    timeout: self.timeout,
+                };
+                let open: OpenSource =
+                    Box::new(move || Ok(Box::new(source) as Box<dyn ObjectSource + Send>));
+                self.select.run(input, open).await
+            }
+        }
+    };
+}
+
+forward_all_but_select! {
+    abort_multipart_upload: AbortMultipartUploadInput => AbortMultipartUploadOutput;
+    complete_multipart_upload: CompleteMultipartUploadInput => CompleteMultipartUploadOutput;
+    copy_object: CopyObjectInput => CopyObjectOutput;
+    create_bucket: CreateBucketInput => CreateBucketOutput;
+    create_bucket_metadata_table_configuration: CreateBucketMetadataTableConfigurationInput => CreateBucketMetadataTableConfigurationOutput;
+    create_multipart_upload: CreateMultipartUploadInput => CreateMultipartUploadOutput;
+    create_session: CreateSessionInput => CreateSessionOutput;
+    delete_bucket: DeleteBucketInput => DeleteBucketOutput;
+    delete_bucket_analytics_configuration: DeleteBucketAnalyticsConfigurationInput => DeleteBucketAnalyticsConfigurationOutput;
+    delete_bucket_cors: DeleteBucketCorsInput => DeleteBucketCorsOutput;
+    delete_bucket_encryption: DeleteBucketEncryptionInput => DeleteBucketEncryptionOutput;
+    delete_bucket_intelligent_tiering_configuration: DeleteBucketIntelligentTieringConfigurationInput => DeleteBucketIntelligentTieringConfigurationOutput;
+    delete_bucket_inventory_configuration: DeleteBucketInventoryConfigurationInput => DeleteBucketInventoryConfigurationOutput;
+    delete_bucket_lifecycle: DeleteBucketLifecycleInput => DeleteBucketLifecycleOutput;
+    delete_bucket_metadata_table_configuration: DeleteBucketMetadataTableConfigurationInput => DeleteBucketMetadataTableConfigurationOutput;
+    delete_bucket_metrics_configuration: DeleteBucketMetricsConfigurationInput => DeleteBucketMetricsConfigurationOutput;
+    delete_bucket_ownership_controls: DeleteBucketOwnershipControlsInput => DeleteBucketOwnershipControlsOutput;
+    delete_bucket_policy: DeleteBucketPolicyInput => DeleteBucketPolicyOutput;
+    delete_bucket_replication: DeleteBucketReplicationInput => DeleteBucketReplicationOutput;
+    delete_bucket_tagging: DeleteBucketTaggingInput => DeleteBucketTaggingOutput;
+    delete_bucket_website: DeleteBucketWebsiteInput => DeleteBucketWebsiteOutput;
+    delete_object: DeleteObjectInput => DeleteObjectOutput;
+    delete_object_tagging: DeleteObjectTaggingInput => DeleteObjectTaggingOutput;
+    delete_objects: DeleteObjectsInput => DeleteObjectsOutput;
+    delete_public_access_block: DeletePublicAccessBlockInput => DeletePublicAccessBlockOutput;
+    get_bucket_accelerate_configuration: GetBucketAccelerateConfigurationInput => GetBucketAccelerateConfigurationOutput;
+    get_bucket_acl: GetBucketAclInput => GetBucketAclOutput;
+    get_bucket_analytics_configuration: GetBucketAnalyticsConfigurationInput => GetBucketAnalyticsConfigurationOutput;
+    get_bucket_cors: GetBucketCorsInput => GetBucketCorsOutput;
+    get_bucket_encryption: GetBucketEncryptionInput => GetBucketEncryptionOutput;
+    get_bucket_intelligent_tiering_configuration: GetBucketIntelligentTieringConfigurationInput => GetBucketIntelligentTieringConfigurationOutput;
+    get_bucket_inventory_configuration: GetBucketInventoryConfigurationInput => GetBucketInventoryConfigurationOutput;
+    get_bucket_lifecycle_configuration: GetBucketLifecycleConfigurationInput => GetBucketLifecycleConfigurationOutput;
+    get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
+    get_bucket_logging: GetBucketLoggingInput => GetBucketLoggingOutput;
+    get_bucket_metadata_table_configuration: GetBucketMetadataTableConfigurationInput => GetBucketMetadataTableConfigurationOutput;
+    get_bucket_metrics_configuration: GetBucketMetricsConfigurationInput => GetBucketMetricsConfigurationOutput;
+    get_bucket_notification_configuration: GetBucketNotificationConfigurationInput => GetBucketNotificationConfigurationOutput;
+    get_bucket_ownership_controls: GetBucketOwnershipControlsInput => GetBucketOwnershipControlsOutput;
+    get_bucket_policy: GetBucketPolicyInput => GetBucketPolicyOutput;
+    get_bucket_policy_status: GetBucketPolicyStatusInput => GetBucketPolicyStatusOutput;
+    get_bucket_replication: GetBucketReplicationInput => GetBucketReplicationOutput;
+    get_bucket_request_payment: GetBucketRequestPaymentInput => GetBucketRequestPaymentOutput;
+    get_bucket_tagging: GetBucketTaggingInput => GetBucketTaggingOutput;
+    get_bucket_versioning: GetBucketVersioningInput => GetBucketVersioningOutput;
+    get_bucket_website: GetBucketWebsiteInput => GetBucketWebsiteOutput;
+    get_object: GetObjectInput => GetObjectOutput;
+    get_object_acl: GetObjectAclInput => GetObjectAclOutput;
+    get_object_attributes: GetObjectAttributesInput => GetObjectAttributesOutput;
+    get_object_legal_hold: GetObjectLegalHoldInput => GetObjectLegalHoldOutput;
+    get_object_lock_configuration: GetObjectLockConfigurationInput => GetObjectLockConfigurationOutput;
+    get_object_retention: GetObjectRetentionInput => GetObjectRetentionOutput;
+    get_object_tagging: GetObjectTaggingInput => GetObjectTaggingOutput;
+    get_object_torrent: GetObjectTorrentInput => GetObjectTorrentOutput;
+    get_public_access_block: GetPublicAccessBlockInput => GetPublicAccessBlockOutput;
+    head_bucket: HeadBucketInput => HeadBucketOutput;
+    head_object: HeadObjectInput => HeadObjectOutput;
+    list_bucket_analytics_configurations: ListBucketAnalyticsConfigurationsInput => ListBucketAnalyticsConfigurationsOutput;
+    list_bucket_intelligent_tiering_configurations: ListBucketIntelligentTieringConfigurationsInput => ListBucketIntelligentTieringConfigurationsOutput;
+    list_bucket_inventory_configurations: ListBucketInventoryConfigurationsInput => ListBucketInventoryConfigurationsOutput;
+    list_bucket_metrics_configurations: ListBucketMetricsConfigurationsInput => ListBucketMetricsConfigurationsOutput;
+    list_buckets: ListBucketsInput => ListBucketsOutput;
+    list_directory_buckets: ListDirectoryBucketsInput => ListDirectoryBucketsOutput;
+    list_multipart_uploads: ListMultipartUploadsInput => ListMultipartUploadsOutput;
+    list_object_versions: ListObjectVersionsInput => ListObjectVersionsOutput;
+    list_objects: ListObjectsInput => ListObjectsOutput;
+    list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
+    list_parts: ListPartsInput => ListPartsOutput;
+    put_bucket_accelerate_configuration: PutBucketAccelerateConfigurationInput => PutBucketAccelerateConfigurationOutput;
+    put_bucket_acl: PutBucketAclInput => PutBucketAclOutput;
+    put_bucket_analytics_configuration: PutBucketAnalyticsConfigurationInput => PutBucketAnalyticsConfigurationOutput;
+    put_bucket_cors: PutBucketCorsInput => PutBucketCorsOutput;
+    put_bucket_encryption: PutBucketEncryptionInput => PutBucketEncryptionOutput;
+    put_bucket_intelligent_tiering_configuration: PutBucketIntelligentTieringConfigurationInput => PutBucketIntelligentTieringConfigurationOutput;
+    put_bucket_inventory_configuration: PutBucketInventoryConfigurationInput => PutBucketInventoryConfigurationOutput;
+    put_bucket_lifecycle_configuration: PutBucketLifecycleConfigurationInput => PutBucketLifecycleConfigurationOutput;
+    put_bucket_logging: PutBucketLoggingInput => PutBucketLoggingOutput;
+    put_bucket_metrics_configuration: PutBucketMetricsConfigurationInput => PutBucketMetricsConfigurationOutput;
+    put_bucket_notification_configuration: PutBucketNotificationConfigurationInput => PutBucketNotificationConfigurationOutput;
+    put_bucket_ownership_controls: PutBucketOwnershipControlsInput => PutBucketOwnershipControlsOutput;
+    put_bucket_policy: PutBucketPolicyInput => PutBucketPolicyOutput;
+    put_bucket_replication: PutBucketReplicationInput => PutBucketReplicationOutput;
+    put_bucket_request_payment: PutBucketRequestPaymentInput => PutBucketRequestPaymentOutput;
+    put_bucket_tagging: PutBucketTaggingInput => PutBucketTaggingOutput;
+    put_bucket_versioning: PutBucketVersioningInput => PutBucketVersioningOutput;
+    put_bucket_website: PutBucketWebsiteInput => PutBucketWebsiteOutput;
+    put_object: PutObjectInput => PutObjectOutput;
+    put_object_acl: PutObjectAclInput => PutObjectAclOutput;
+    put_object_legal_hold: PutObjectLegalHoldInput => PutObjectLegalHoldOutput;
+    put_object_lock_configuration: PutObjectLockConfigurationInput => PutObjectLockConfigurationOutput;
+    put_object_retention: PutObjectRetentionInput => PutObjectRetentionOutput;
+    put_object_tagging: PutObjectTaggingInput => PutObjectTaggingOutput;
+    put_public_access_block: PutPublicAccessBlockInput => PutPublicAccessBlockOutput;
+    restore_object: RestoreObjectInput => RestoreObjectOutput;
+    upload_part: UploadPartInput => UploadPartOutput;
+    upload_part_copy: UploadPartCopyInput => UploadPartCopyOutput;
+    write_get_object_response: WriteGetObjectResponseInput => WriteGetObjectResponseOutput;
+}
