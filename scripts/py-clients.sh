@@ -70,4 +70,6 @@ default=(tests/clients)
 for arg in "$@"; do
     case "$arg" in tests/* | *.py | *::*) default=() ;; esac
 done
-exec "$venv/bin/python" -m pytest "${default[@]}" "$@"
+# No .pytest_cache or __pycache__ in the clone.
+export PYTHONDONTWRITEBYTECODE=1
+exec "$venv/bin/python" -m pytest -p no:cacheprovider "${default[@]}" "$@"
