@@ -150,8 +150,9 @@ pub fn run(args: GatewayArgs) -> ExitCode {
         let service = server::build_service(&config)?;
         let listener = server::bind(&config).await?;
         let addr = listener.local_addr()?;
+        let shutdown = server::shutdown_signal()?;
         println!("listening on http://{addr}");
-        server::serve(listener, service, server::shutdown_signal()).await
+        server::serve(listener, service, shutdown).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

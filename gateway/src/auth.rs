@@ -1,15 +1,40 @@
 //! Who may sign requests. s3s verifies SigV4 (headers, presigned URLs and streaming
-//! payloads) and asks this table for the secret of the access key in the request.
+//! payloads) and asks [`Users`] for the secret of the access key in the request.
 
-use s3s::auth::SimpleAuth;
+use std::collections::HashMap;
+
+use s3s::auth::{S3Auth, SecretKey};
+use s3s::{s3_error, S3Result};
 
 use crate::config::User;
 
-/// The s3s auth provider for the configured users.
-pub fn users_auth(users: &[User]) -> SimpleAuth {
-    let mut auth = SimpleAuth::new();
-    for u in users {
-        auth.register(u.access_key.clone(), u.secret_key.as_str().into());
+/// The configured users, by access key.
+pub struct Users {
+    secrets: HashMap<String, String>,
+}
+
+impl Users {
+    pub fn new(users: &[User]) -> Self {
+        Users {
+            secrets: users
+                .iter()
+                .map(|u| (u.access_key.clone(), u.secret_key.clone()))
+                .collect(),
+        }
     }
-    auth
+}
+
+#[async_trait::async_trait]
+impl S3Auth for Users {
+    async fn get_secret_key(&self, access_key: &str) -> S3Result<SecretKey> {
+        // S3's answer for an unknown key (s3s's SimpleAuth says NotSignedUp, which clients
+        // report as an account problem rather than a wrong key).
+        match self.secrets.get(access_key) {
+            Some(secret) => Ok(SecretKey::from(secret.as_str())),
+            None => Err(s3_error!(
+                InvalidAccessKeyId,
+                "The AWS Access Key Id you provided does not exist in our records."
+            )),
+        }
+    }
 }

@@ -147,6 +147,7 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
         tx: tx.clone(),
         buf: Vec::with_capacity(MAX_RECORDS_PAYLOAD),
         progress,
+        last_progress: None,
     };
     let result = select.run(&*source, &mut sink).and_then(|stats| {
         sink.flush()?;
@@ -162,6 +163,9 @@ struct ChannelSink {
     tx: mpsc::Sender<Msg>,
     buf: Vec<u8>,
     progress: bool,
+    /// The last Progress sent: the engine reports again after its last chunk, and an
+    /// unchanged count is not worth an event.
+    last_progress: Option<Stats>,
 }
 
 fn client_gone() -> SelectError {
@@ -206,7 +210,8 @@ impl Sink for ChannelSink {
         // Rows found so far go out now rather than waiting for a full payload, so that a
         // selective scan streams instead of arriving at the end.
         self.flush()?;
-        if self.progress {
+        if self.progress && self.last_progress != Some(*stats) {
+            self.last_progress = Some(*stats);
             self.send(Msg::Progress(*stats))?;
         }
         if self.tx.is_closed() {
@@ -508,6 +513,7 @@ mod tests {
             tx,
             buf: Vec::new(),
             progress: false,
+            last_progress: None,
         };
         let data = vec![b'x'; 3 * MAX_RECORDS_PAYLOAD + 10];
         let handle = std::thread::spawn(move || {
@@ -538,6 +544,7 @@ mod tests {
             tx,
             buf: Vec::new(),
             progress: false,
+            last_progress: None,
         };
         assert!(sink.progress(&Stats::default()).is_err());
     }

@@ -102,7 +102,7 @@ pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
             S3ServiceBuilder::new(UpstreamGateway::new(upstream, select))
         }
     };
-    builder.set_auth(crate::auth::users_auth(&config.users));
+    builder.set_auth(crate::auth::Users::new(&config.users));
     builder.set_route(Health);
     if let Some(domain) = &config.domain {
         let valid = !domain.is_empty()
@@ -167,24 +167,26 @@ pub async fn serve(
     Ok(())
 }
 
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// A future that completes at the first SIGINT or SIGTERM. The handlers are installed
+/// here, before it is polled, so a signal that arrives right after the gateway prints its
+/// address still stops it gracefully. Call it inside the runtime.
+#[cfg(unix)]
+pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
-    }
+    })
+}
+
+/// A future that completes at the first Ctrl-C.
+#[cfg(not(unix))]
+pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
