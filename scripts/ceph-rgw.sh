@@ -51,8 +51,10 @@ die() {
     exit 1
 }
 
-# A command that fails without an explicit check still ends with the one-line reason.
+# A command that fails without an explicit check still ends with the one-line reason, and so
+# does an interrupted start (which also tears down what it had started).
 trap 'die "unexpected failure at ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND"' ERR
+trap 'die "interrupted"' INT TERM
 
 # Run a command inside the chroot with a clean environment (the host's PATH and language
 # settings mean nothing there).
@@ -166,6 +168,10 @@ build_chroot() {
     cp /etc/resolv.conf "$PARTIAL/etc/resolv.conf" 2>/dev/null || true
     mount -t proc proc "$PARTIAL/proc"
     mount --bind /dev "$PARTIAL/dev"
+    # apt wants a pty for its log; without one it prints an (harmless) error.
+    if mountpoint -q /dev/pts; then
+        mount --bind /dev/pts "$PARTIAL/dev/pts"
+    fi
     local ok=0
     {
         in_chroot "$PARTIAL" apt-get update &&
@@ -188,10 +194,23 @@ build_chroot() {
     log "chroot built in ${took} s ($(head -n 1 "$CHROOT/$READY"))"
 }
 
+# The port the running radosgw listens on, from its env file.
+running_port() {
+    sed -n 's/^SIFT_RGW_ENDPOINT=http:\/\/127\.0\.0\.1:\([0-9]*\)$/\1/p' "$RUN/env" 2>/dev/null
+}
+
+# Is process $1 alive? A radosgw that has ended lingers as a zombie until its parent (init,
+# once the starting shell is gone) reaps it, and `kill -0` still succeeds on a zombie.
+alive() {
+    local state
+    state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [[ -n $state && $state != Z ]]
+}
+
 pid_of_rgw() {
     local pid
     pid=$(cat "$RUN/radosgw.pid" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == radosgw ]] && echo "$pid"
+    [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == radosgw ]] &&
+        alive "$pid" && echo "$pid"
 }
 
 # Does something answer HTTP on the port? Plain bash, so the host needs no curl for it.
@@ -232,16 +251,64 @@ write_conf() {
 EOF
 }
 
+# True once radosgw-admin has said all it will: a complete JSON document on stdout, or a
+# message of its own (not a timestamped log line) on stderr.
+admin_said_all() {
+    [[ $(tail -c 3 "$1" | tr -d '[:space:]') == [\]\}] ]] || grep -qv '^[0-9]\{4\}-' "$2"
+}
+
+# radosgw-admin on dbstore (Ceph 18.2) often hangs for ~14 minutes at exit while the store has
+# no buckets: its GC thread misses the stop signal when told to stop before it first ran, then
+# sleeps gc_interval*10 ms (DB::GC::entry in dbstore.cc). By then the command has done its work
+# and printed its result, so once it has, give it a moment to exit and then end it. Its stdout
+# is printed; it succeeds if it exited 0, or if it had to be ended after printing a result.
 admin() {
-    in_chroot "$CHROOT" radosgw-admin --no-mon-config -c "$INNER/ceph.conf" "$@"
+    local out=$RUN/admin.out err=$RUN/admin.err pid rc=0 i
+    : >"$out"
+    : >"$err"
+    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        chroot "$CHROOT" radosgw-admin --no-mon-config -c "$INNER/ceph.conf" "$@" \
+        </dev/null >"$out" 2>"$err" 9>&- &
+    pid=$!
+    for ((i = 0; i < 300; i++)); do # 30 s at most
+        kill -0 "$pid" 2>/dev/null || break
+        if admin_said_all "$out" "$err"; then
+            for _ in 1 2 3 4 5; do # a normal exit takes milliseconds
+                sleep 0.1
+                kill -0 "$pid" 2>/dev/null || break
+            done
+            kill "$pid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.1
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" || rc=$?
+    cat "$err" >>"$RUN/admin.log"
+    cat "$out"
+    if ((rc == 128 + 15 || rc == 128 + 9)); then # ended by us
+        [[ $(tail -c 3 "$out" | tr -d '[:space:]') == [\]\}] ]]
+    else
+        return "$rc"
+    fi
+}
+
+admin_error() {
+    local msg
+    msg=$(grep -v '^[0-9]\{4\}-' "$RUN/admin.err" | tail -n 1)
+    echo "${msg:-no answer within 30 s} (log: $RUN/admin.log)"
 }
 
 # The user the tests sign as: created once, its keys read back from RGW every time.
 ensure_user() {
     local info
-    if ! info=$(admin user info --uid "$USER_ID" 2>/dev/null); then
-        info=$(admin user create --uid "$USER_ID" --display-name "Sift tests" 2>>"$RUN/admin.log") ||
-            die "radosgw-admin user create failed (see $RUN/admin.log)"
+    if info=$(admin user info --uid "$USER_ID"); then
+        :
+    elif grep -q 'could not fetch user info' "$RUN/admin.err"; then
+        info=$(admin user create --uid "$USER_ID" --display-name "Sift tests") ||
+            die "radosgw-admin user create failed: $(admin_error)"
+    else
+        die "radosgw-admin user info failed: $(admin_error)"
     fi
     ACCESS_KEY=$(sed -n 's/.*"access_key": "\([^"]*\)".*/\1/p' <<<"$info" | head -n 1)
     SECRET_KEY=$(sed -n 's/.*"secret_key": "\([^"]*\)".*/\1/p' <<<"$info" | head -n 1)
@@ -263,10 +330,17 @@ start_rgw() {
     exec 9>"$ROOT/lock"
     flock -w 3600 9 || die "another ceph-rgw.sh holds $ROOT/lock"
 
-    if pid_of_rgw >/dev/null && answers; then
-        log "already running (pid $(pid_of_rgw)); env in $RUN/env"
-        cat "$RUN/env"
-        return 0
+    if pid_of_rgw >/dev/null; then
+        local old
+        old=$(running_port)
+        if [[ -n $old && $old != "$PORT" ]]; then
+            die "radosgw of $ROOT already runs on port $old, not $PORT (run '$0 stop' first)"
+        fi
+        if answers; then
+            log "already running (pid $(pid_of_rgw)); env in $RUN/env"
+            cat "$RUN/env"
+            return 0
+        fi
     fi
     # Leftovers of a radosgw that died or of a machine that was reset: clear them.
     stop_rgw >/dev/null 2>&1 || true
@@ -290,7 +364,7 @@ start_rgw() {
 
     local deadline=$((SECONDS + WAIT))
     until answers; do
-        if ! kill -0 "$(cat "$RUN/radosgw.pid")" 2>/dev/null || ((SECONDS >= deadline)); then
+        if ! alive "$(cat "$RUN/radosgw.pid")" || ((SECONDS >= deadline)); then
             log "radosgw log tail:"
             tail -n 20 "$RUN/radosgw.out" "$RUN/radosgw.log" >&2 2>/dev/null || true
             if ((SECONDS >= deadline)); then
@@ -311,13 +385,16 @@ stop_rgw() {
     if pid=$(pid_of_rgw); then
         kill "$pid"
         for _ in $(seq 50); do
-            kill -0 "$pid" 2>/dev/null || break
+            alive "$pid" || break
             sleep 0.2
         done
-        kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+        if alive "$pid"; then
+            kill -9 "$pid"
+            log "radosgw (pid $pid) ignored SIGTERM for 10 s; killed it"
+        fi
         log "stopped radosgw (pid $pid)"
     fi
-    rm -f "$RUN/radosgw.pid" "$RUN/env"
+    rm -f "$RUN/radosgw.pid" "$RUN/env" "$RUN/radosgw.asok"
     if [[ -d $CHROOT ]]; then
         unmount_under "$CHROOT"
     fi
@@ -326,7 +403,7 @@ stop_rgw() {
 status_rgw() {
     local pid
     if pid=$(pid_of_rgw); then
-        echo "running (pid $pid) on 127.0.0.1:$PORT; env in $RUN/env"
+        echo "running (pid $pid) on 127.0.0.1:$(running_port); env in $RUN/env"
         return 0
     fi
     echo "not running"
