@@ -215,10 +215,11 @@ pid_of_rgw() {
 
 # Does something answer HTTP on the port? Plain bash, so the host needs no curl for it.
 answers() {
+    # shellcheck disable=SC2016 # $1 and $line belong to the inner bash
     timeout 5 bash -c '
-        exec 3<>/dev/tcp/127.0.0.1/'"$PORT"' || exit 1
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
         printf "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3
-        IFS= read -r line <&3 && [[ $line == HTTP/* ]]' 2>/dev/null
+        IFS= read -r line <&3 && [[ $line == HTTP/* ]]' answers "$PORT" 2>/dev/null
 }
 
 mount_chroot() {
