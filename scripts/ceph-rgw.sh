@@ -51,10 +51,9 @@ die() {
     exit 1
 }
 
-# A command that fails without an explicit check still ends with the one-line reason, and so
-# does an interrupted start (which also tears down what it had started).
+# A command that fails without an explicit check still ends with the one-line reason (start
+# also turns an interrupt into one).
 trap 'die "unexpected failure at ${BASH_SOURCE[0]}:$LINENO: $BASH_COMMAND"' ERR
-trap 'die "interrupted"' INT TERM
 
 # Run a command inside the chroot with a clean environment (the host's PATH and language
 # settings mean nothing there).
@@ -152,7 +151,7 @@ build_chroot() {
         script=(/usr/share/debootstrap/scripts/sid)
     fi
 
-    log "first run: building a Debian $SUITE chroot with radosgw in $CHROOT from $mirror (takes minutes; log in $ROOT/build.log)"
+    log "first run: building a Debian $SUITE chroot with radosgw in $CHROOT from $mirror (about a minute on a fast mirror; log in $ROOT/build.log)"
     : >"$ROOT/build.log"
     if ! debootstrap --variant=minbase "$SUITE" "$PARTIAL" "$mirror" "${script[@]}" \
         >>"$ROOT/build.log" 2>&1; then
@@ -327,6 +326,7 @@ EOF
 
 start_rgw() {
     [[ $(id -u) == 0 ]] || die "must run as root (debootstrap, chroot and mount need it)"
+    trap 'die "interrupted"' INT TERM
     mkdir -p "$ROOT" "$RUN"
     exec 9>"$ROOT/lock"
     flock -w 3600 9 || die "another ceph-rgw.sh holds $ROOT/lock"
