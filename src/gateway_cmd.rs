@@ -61,6 +61,9 @@ pub struct GatewayArgs {
     /// Engine threads per select.
     #[arg(long, default_value_t = 1)]
     select_threads: usize,
+    /// Let unsigned requests read objects (GET, HEAD, list, select); they may never write.
+    #[arg(long)]
+    allow_anonymous_read: bool,
     /// Selects scanning at once (as many more may queue; beyond, 503 SlowDown).
     /// Default: twice the number of cores.
     #[arg(long)]
@@ -74,6 +77,16 @@ enum SqlDialect {
 }
 
 pub fn run(args: GatewayArgs) -> ExitCode {
+    // Logs on stderr, filtered by RUST_LOG; by default warnings plus one access-log line
+    // per request (target sift::access). s3s logs every refused request as an ERROR, which
+    // the access log already shows with its status, so it is off unless asked for.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,s3s=off,sift::access=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
     let users = match collect_users(
         args.access_key,
         args.secret_key,
@@ -127,6 +140,7 @@ pub fn run(args: GatewayArgs) -> ExitCode {
     };
     let mut config = GatewayConfig::new(args.listen, backend, users);
     config.domain = args.domain;
+    config.allow_anonymous_read = args.allow_anonymous_read;
     config.dialect = match args.sql_dialect {
         SqlDialect::Aws => Dialect::Aws,
         SqlDialect::Ceph => Dialect::Ceph,

@@ -15,7 +15,7 @@ use aws_sdk_s3::types::{
     ScanRange, SelectObjectContentEventStream,
 };
 use aws_sdk_s3::Client;
-use common::{create_bucket, get, put, Gateway, ACCESS, MAX_RECORDS, SECRET};
+use common::{create_bucket, get, put, raw_get, Gateway, ACCESS, MAX_RECORDS, SECRET};
 use md5::Digest;
 
 #[tokio::test]
@@ -584,24 +584,6 @@ fn sigterm_stops_the_gateway() {
 }
 
 /// A plain HTTP/1.1 GET of `path_and_query`, returning the status line and the body.
-fn raw_get(addr: &str, path_and_query: &str) -> (String, Vec<u8>) {
-    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
-    write!(
-        conn,
-        "GET {path_and_query} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("request");
-    let mut response = Vec::new();
-    conn.read_to_end(&mut response).expect("response");
-    let split = response
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("header end");
-    let head = String::from_utf8_lossy(&response[..split]).to_string();
-    let status = head.lines().next().unwrap_or_default().to_string();
-    (status, response[split + 4..].to_vec())
-}
-
 #[tokio::test]
 async fn presigned_get() {
     let gw = Gateway::start(&[]);
@@ -791,4 +773,93 @@ async fn virtual_host_style() {
     conn.read_to_string(&mut response).expect("response");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.ends_with("virtual"), "{response}");
+}
+
+#[tokio::test]
+async fn metrics_and_access_log() {
+    let log = common::temp_dir("sift-access-log");
+    let gw = Gateway::start_logging(&[], &log);
+    let s3 = gw.client();
+    create_bucket(&s3, "sel").await;
+    put(&s3, "sel", "t.csv", b"1,a\n2,b\n3,c\n").await;
+    s3.get_object()
+        .bucket("sel")
+        .key("missing")
+        .send()
+        .await
+        .expect_err("missing");
+    let input = InputSerialization::builder().csv(csv_input()).build();
+    let out = select(
+        &s3,
+        "t.csv",
+        "SELECT s._2 FROM S3Object s",
+        input,
+        csv_out(),
+        |r| r,
+    )
+    .await
+    .expect("select");
+    assert_eq!(out.records.concat(), b"a\nb\nc\n");
+
+    let (status, body) = raw_get(&gw.addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let text = String::from_utf8(body).expect("utf-8");
+    for line in [
+        "sift_requests_total{operation=\"PutObject\",status=\"200\"} 1\n",
+        "sift_requests_total{operation=\"GetObject\",status=\"404\"} 1\n",
+        "sift_requests_total{operation=\"SelectObjectContent\",status=\"200\"} 1\n",
+        "sift_select_bytes_scanned_total 12\n",
+        "sift_select_bytes_returned_total 6\n",
+        "sift_select_duration_seconds_count 1\n",
+        "sift_selects_in_flight 0\n",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    assert!(text.contains("process_cpu_seconds_total "), "{text}");
+
+    // Unsigned requests are counted too, and refused.
+    let (status, _) = raw_get(&gw.addr, "/sel/t.csv");
+    assert!(status.contains("403"), "{status}");
+
+    drop(gw);
+    let log = std::fs::read_to_string(&log).expect("log");
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("sift::access")).collect();
+    for want in [
+        "PUT /sel/t.csv?x-id=PutObject 200 PutObject",
+        "GET /sel/missing?x-id=GetObject 404 GetObject",
+        "POST /sel/t.csv?select&select-type=2 200 SelectObjectContent",
+        "- GET /sel/t.csv 403 GetObject",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(want)),
+            "no access-log line with {want:?} in\n{log}"
+        );
+    }
+    assert!(lines.iter().any(|l| l.contains(ACCESS)), "{log}");
+}
+
+#[tokio::test]
+async fn anonymous_reads_only_when_allowed() {
+    let gw = Gateway::start(&["--allow-anonymous-read"]);
+    let s3 = gw.client();
+    create_bucket(&s3, "pub").await;
+    put(&s3, "pub", "k", b"public bytes").await;
+    let (status, body) = raw_get(&gw.addr, "/pub/k");
+    assert!(status.contains("200"), "{status}");
+    assert_eq!(body, b"public bytes");
+    let (status, _) = raw_get(&gw.addr, "/pub?list-type=2");
+    assert!(status.contains("200"), "{status}");
+    // Writing is never anonymous.
+    let mut conn = std::net::TcpStream::connect(&gw.addr).expect("connect");
+    write!(
+        conn,
+        "PUT /pub/new HTTP/1.1\r\nHost: {}\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+        gw.addr
+    )
+    .expect("send");
+    let mut response = String::new();
+    conn.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert!(response.contains("AccessDenied"), "{response}");
+    assert_eq!(get(&s3, "pub", "k").await, b"public bytes");
 }

@@ -17,7 +17,7 @@ use aws_sdk_s3::types::{
     SelectObjectContentEventStream,
 };
 use aws_sdk_s3::Client;
-use common::{create_bucket, get, put, Gateway};
+use common::{create_bucket, get, put, raw_get, Gateway};
 
 const UP_ACCESS: &str = "upstream-access";
 const UP_SECRET: &str = "upstream-secret";
@@ -461,19 +461,4 @@ async fn an_upstream_that_stalls_mid_object_fails_the_request() {
     assert!(started.elapsed() < Duration::from_secs(50));
     let (status, _) = raw_get(&front.addr, "/health");
     assert!(status.contains("200"), "{status}");
-}
-
-fn raw_get(addr: &str, path: &str) -> (String, Vec<u8>) {
-    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
-    write!(
-        conn,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut response = Vec::new();
-    conn.read_to_end(&mut response).expect("read");
-    let text = String::from_utf8_lossy(&response).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.lines().next().unwrap_or("").to_string();
-    (status, body.as_bytes().to_vec())
 }

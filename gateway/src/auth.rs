@@ -1,8 +1,11 @@
-//! Who may sign requests. s3s verifies SigV4 (headers, presigned URLs and streaming
-//! payloads) and asks [`Users`] for the secret of the access key in the request.
+//! Who may sign requests, and what they may do. s3s verifies SigV4 (headers, presigned
+//! URLs and streaming payloads), asking [`Users`] for the secret of the request's access
+//! key, then asks [`Access`] whether the request may proceed.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
+use s3s::access::{S3Access, S3AccessContext};
 use s3s::auth::{S3Auth, SecretKey};
 use s3s::{s3_error, S3Result};
 
@@ -35,6 +38,57 @@ impl S3Auth for Users {
                 InvalidAccessKeyId,
                 "The AWS Access Key Id you provided does not exist in our records."
             )),
+        }
+    }
+}
+
+/// What the access check learned about a request — its S3 operation and signer — for the
+/// request's access-log line and metrics. The HTTP layer puts an empty one in the request's
+/// extensions; s3s hands those to [`Access::check`] once the signature is verified.
+#[derive(Debug, Default, Clone)]
+pub struct RequestInfo {
+    pub operation: Option<String>,
+    pub access_key: Option<String>,
+}
+
+/// Shared between the HTTP layer and the access check of one request.
+pub type RequestSlot = Arc<Mutex<RequestInfo>>;
+
+/// Who may do what once the signature checks out: every user may do everything (Sift has
+/// no ACLs or policies), and anonymous requests may only read when the gateway was started
+/// with `--allow-anonymous-read`.
+#[derive(Debug, Clone, Copy)]
+pub struct Access {
+    pub allow_anonymous_read: bool,
+}
+
+/// Operations that only read, which `--allow-anonymous-read` opens to unsigned requests.
+const READ_OPERATIONS: &[&str] = &[
+    "GetObject",
+    "HeadObject",
+    "HeadBucket",
+    "ListObjects",
+    "ListObjectsV2",
+    "ListObjectVersions",
+    "SelectObjectContent",
+];
+
+#[async_trait::async_trait]
+impl S3Access for Access {
+    async fn check(&self, cx: &mut S3AccessContext<'_>) -> S3Result<()> {
+        let operation = cx.s3_op().name().to_string();
+        let access_key = cx.credentials().map(|c| c.access_key.clone());
+        let signed = access_key.is_some();
+        let read = READ_OPERATIONS.contains(&operation.as_str());
+        if let Some(slot) = cx.extensions_mut().get::<RequestSlot>() {
+            let mut info = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            info.operation = Some(operation);
+            info.access_key = access_key;
+        }
+        if signed || (self.allow_anonymous_read && read) {
+            Ok(())
+        } else {
+            Err(s3_error!(AccessDenied, "Signature is required"))
         }
     }
 }

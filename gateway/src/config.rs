@@ -47,6 +47,8 @@ pub struct GatewayConfig {
     /// Selects running at once; more wait in a queue of the same length, and beyond that the
     /// gateway answers 503 SlowDown so that clients back off instead of piling up.
     pub max_selects: usize,
+    /// Let unsigned requests read (GET, HEAD, list, select).
+    pub allow_anonymous_read: bool,
 }
 
 impl GatewayConfig {
@@ -61,6 +63,7 @@ impl GatewayConfig {
             dialect: Dialect::default(),
             select_threads: 1,
             max_selects: 2 * cores,
+            allow_anonymous_read: false,
         }
     }
 }

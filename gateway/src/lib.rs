@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod config;
 pub mod local;
+pub mod metrics;
 pub mod select;
 pub mod server;
 pub mod store;

@@ -29,6 +29,8 @@ use sift_engine::{
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
+use crate::metrics::Metrics;
+
 /// Opens the object a select reads, on the engine's thread (mapping a file or starting a
 /// download may block). The object was looked up before, so failing here is unexpected.
 pub type OpenSource = Box<dyn FnOnce() -> std::io::Result<Box<dyn ObjectSource + Send>> + Send>;
@@ -53,6 +55,7 @@ pub struct SelectService {
     running: Arc<Semaphore>,
     /// Permits to be admitted at all (running plus queued).
     admitted: Arc<Semaphore>,
+    metrics: Arc<Metrics>,
 }
 
 impl SelectService {
@@ -65,7 +68,14 @@ impl SelectService {
             threads: threads.max(1),
             running: Arc::new(Semaphore::new(max_running)),
             admitted: Arc::new(Semaphore::new(2 * max_running)),
+            metrics: Arc::default(),
         }
+    }
+
+    /// Counts selects in `metrics` (a private table otherwise).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Runs the select of `input` on the object that `open` opens. The caller has already
@@ -98,8 +108,13 @@ impl SelectService {
         // The permits go with the engine, not the response: a select counts against the
         // limit for as long as it scans, even after its client has gone.
         let permits = [admitted, running];
+        let metrics = self.metrics.clone();
+        let started = std::time::Instant::now();
         tokio::task::spawn_blocking(move || {
-            scan(select, open, tx, progress);
+            let in_flight = metrics.select_started();
+            let stats = scan(select, open, tx, progress);
+            drop(in_flight);
+            metrics.select_finished(stats.as_ref(), started.elapsed());
             drop(permits);
         });
 
@@ -132,7 +147,8 @@ enum Msg {
     Done(Result<Stats, SelectError>),
 }
 
-fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool) {
+/// Runs the scan, sending its output and end to `tx`; returns its stats when it succeeded.
+fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool) -> Option<Stats> {
     let source = match open() {
         Ok(s) => s,
         Err(e) => {
@@ -140,7 +156,7 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
                 sift_engine::ErrorCode::InternalError,
                 format!("cannot open the object: {e}"),
             ))));
-            return;
+            return None;
         }
     };
     let mut sink = ChannelSink {
@@ -153,8 +169,10 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
         sink.flush()?;
         Ok(stats)
     });
+    let stats = result.as_ref().ok().copied();
     // If the client is gone this fails, which is fine: nobody is listening.
     let _ = tx.blocking_send(Msg::Done(result));
+    stats
 }
 
 /// The engine's [`Sink`]: packs output into Records payloads of at most

@@ -1,6 +1,8 @@
-//! The HTTP side: s3s's service on hyper, `/health`, and graceful shutdown.
+//! The HTTP side: s3s's service on hyper, `/health` and `/metrics`, one access-log line and
+//! one metrics count per request, and graceful shutdown.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use hyper::{HeaderMap, Method, Uri};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -11,8 +13,10 @@ use s3s::service::{S3Service, S3ServiceBuilder};
 use s3s::{Body, S3Request, S3Response, S3Result};
 use tokio::net::TcpListener;
 
+use crate::auth::{Access, RequestSlot, Users};
 use crate::config::{Backend, GatewayConfig};
 use crate::local::LocalGateway;
+use crate::metrics::Metrics;
 use crate::select::SelectService;
 use crate::store::LocalStore;
 use crate::upstream::UpstreamGateway;
@@ -35,11 +39,14 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// `GET /health`: unauthenticated, for load balancers and container health checks.
-struct Health;
+/// `GET /health` and `GET /metrics`: unauthenticated, for load balancers, container health
+/// checks and Prometheus.
+struct Routes {
+    metrics: Arc<Metrics>,
+}
 
 #[async_trait::async_trait]
-impl S3Route for Health {
+impl S3Route for Routes {
     fn is_match(
         &self,
         method: &Method,
@@ -47,15 +54,28 @@ impl S3Route for Health {
         _headers: &HeaderMap,
         _extensions: &mut hyper::http::Extensions,
     ) -> bool {
-        method == Method::GET && uri.path() == "/health"
+        method == Method::GET && matches!(uri.path(), "/health" | "/metrics")
     }
 
     async fn check_access(&self, _req: &mut S3Request<Body>) -> S3Result<()> {
         Ok(())
     }
 
-    async fn call(&self, _req: S3Request<Body>) -> S3Result<S3Response<Body>> {
-        Ok(S3Response::new(Body::from("ok".to_string())))
+    async fn call(&self, req: S3Request<Body>) -> S3Result<S3Response<Body>> {
+        let metrics = req.uri.path() == "/metrics";
+        if let Some(slot) = req.extensions.get::<RequestSlot>() {
+            let mut info = slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            info.operation = Some(if metrics { "Metrics" } else { "Health" }.to_string());
+        }
+        if !metrics {
+            return Ok(S3Response::new(Body::from("ok".to_string())));
+        }
+        let mut resp = S3Response::new(Body::from(self.metrics.render()));
+        resp.headers.insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+        );
+        Ok(resp)
     }
 }
 
@@ -87,9 +107,18 @@ impl s3s::host::S3Host for DomainHost {
     }
 }
 
-/// Builds the s3s service for `config`.
-pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
-    let select = SelectService::new(config.dialect, config.select_threads, config.max_selects);
+/// The gateway's HTTP service: s3s's, wrapped to count and log every request.
+#[derive(Clone)]
+pub struct Service {
+    s3: S3Service,
+    metrics: Arc<Metrics>,
+}
+
+/// Builds the service for `config`.
+pub fn build_service(config: &GatewayConfig) -> Result<Service, ServeError> {
+    let metrics = Arc::new(Metrics::default());
+    let select = SelectService::new(config.dialect, config.select_threads, config.max_selects)
+        .with_metrics(metrics.clone());
     let mut builder = match &config.backend {
         Backend::Local { data_dir } => {
             let store = LocalStore::open(data_dir).map_err(|source| ServeError::DataDir {
@@ -102,8 +131,13 @@ pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
             S3ServiceBuilder::new(UpstreamGateway::new(upstream, select))
         }
     };
-    builder.set_auth(crate::auth::Users::new(&config.users));
-    builder.set_route(Health);
+    builder.set_auth(Users::new(&config.users));
+    builder.set_access(Access {
+        allow_anonymous_read: config.allow_anonymous_read,
+    });
+    builder.set_route(Routes {
+        metrics: metrics.clone(),
+    });
     if let Some(domain) = &config.domain {
         let valid = !domain.is_empty()
             && domain.split('.').all(|label| {
@@ -119,7 +153,61 @@ pub fn build_service(config: &GatewayConfig) -> Result<S3Service, ServeError> {
             domain: domain.to_ascii_lowercase(),
         });
     }
-    Ok(builder.build())
+    Ok(Service {
+        s3: builder.build(),
+        metrics,
+    })
+}
+
+/// One connection's view of the [`Service`]: knows the peer, for the access log.
+struct Connection {
+    service: Service,
+    peer: SocketAddr,
+}
+
+impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connection {
+    type Response = s3s::HttpResponse;
+    type Error = s3s::HttpError;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn call(&self, mut req: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        let slot = RequestSlot::default();
+        req.extensions_mut().insert(slot.clone());
+        let (method, uri) = (req.method().clone(), req.uri().clone());
+        let started = std::time::Instant::now();
+        let (s3, metrics, peer) = (
+            self.service.s3.clone(),
+            self.service.metrics.clone(),
+            self.peer,
+        );
+        Box::pin(async move {
+            let result = hyper::service::Service::call(&s3, req).await;
+            let status = result.as_ref().map_or(500, |r| r.status().as_u16());
+            let info = slot
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone();
+            // No operation means the request never passed the signature check (or s3s
+            // could not route it).
+            let operation = info.operation.as_deref().unwrap_or("Unauthenticated");
+            metrics.request(operation, status);
+            // The body's length when known before it is sent (not for a select's stream).
+            let length = result
+                .as_ref()
+                .ok()
+                .and_then(|r| hyper::body::Body::size_hint(r.body()).exact())
+                .map_or_else(|| "-".to_string(), |n| n.to_string());
+            tracing::info!(
+                target: "sift::access",
+                "{peer} {} {method} {uri} {status} {operation} {length} {:.1}ms",
+                info.access_key.as_deref().unwrap_or("-"),
+                started.elapsed().as_secs_f64() * 1e3,
+            );
+            result
+        })
+    }
 }
 
 /// Binds the listener (so that `--listen 127.0.0.1:0` has a port to report).
@@ -136,16 +224,16 @@ pub async fn bind(config: &GatewayConfig) -> Result<TcpListener, ServeError> {
 /// flight (including streaming selects) to finish.
 pub async fn serve(
     listener: TcpListener,
-    service: S3Service,
+    service: Service,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let conn_builder = ConnBuilder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let socket = tokio::select! {
+        let (socket, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((socket, _)) => socket,
+                Ok(accepted) => accepted,
                 // Out of file descriptors and the like: keep serving the open connections.
                 Err(e) => {
                     eprintln!("sift gateway: accept failed: {e}");
@@ -156,7 +244,11 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = socket.set_nodelay(true);
-        let conn = conn_builder.serve_connection(TokioIo::new(socket), service.clone());
+        let connection = Connection {
+            service: service.clone(),
+            peer,
+        };
+        let conn = conn_builder.serve_connection(TokioIo::new(socket), connection);
         let conn = graceful.watch(conn.into_owned());
         tokio::spawn(async move {
             let _ = conn.await;

@@ -2,7 +2,7 @@
 //! free port of 127.0.0.1, driven by the AWS SDK for Rust (path style, SigV4, us-east-1).
 #![allow(dead_code)] // each test binary uses a different part of it
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -27,7 +27,16 @@ impl Gateway {
         let data = temp_dir("sift-gateway-test");
         let mut args = vec!["--data-dir".to_string(), data.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Gateway::launch(&args, data)
+        Gateway::launch(&args, data, None)
+    }
+
+    /// A gateway on its embedded store whose log (RUST_LOG's default: warnings and the
+    /// access log) goes to `log`.
+    pub fn start_logging(extra: &[&str], log: &std::path::Path) -> Gateway {
+        let data = temp_dir("sift-gateway-test");
+        let mut args = vec!["--data-dir".to_string(), data.display().to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        Gateway::launch(&args, data, Some(log))
     }
 
     /// A gateway in front of the S3 store at `endpoint`, signing with `access`/`secret`.
@@ -44,18 +53,28 @@ impl Gateway {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
-        Gateway::launch(&args, temp_dir("sift-gateway-unused"))
+        Gateway::launch(&args, temp_dir("sift-gateway-unused"), None)
     }
 
-    fn launch(args: &[String], data: PathBuf) -> Gateway {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+    fn launch(args: &[String], data: PathBuf, log: Option<&std::path::Path>) -> Gateway {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sift"));
+        command
             .args(["gateway", "--listen", "127.0.0.1:0"])
             .args(["--access-key", ACCESS, "--secret-key", SECRET])
             .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("sift gateway starts");
+            .stdout(Stdio::piped());
+        match log {
+            Some(path) => {
+                command
+                    .env_remove("RUST_LOG")
+                    .stderr(std::fs::File::create(path).expect("log file"));
+            }
+            // Warnings only: an access-log line per request would drown the test output.
+            None => {
+                command.env("RUST_LOG", "warn").stderr(Stdio::inherit());
+            }
+        }
+        let mut child = command.spawn().expect("sift gateway starts");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         BufReader::new(stdout)
@@ -110,6 +129,25 @@ pub fn temp_dir(prefix: &str) -> PathBuf {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     ))
+}
+
+/// A plain HTTP GET without a signature: the status line and the body.
+pub fn raw_get(addr: &str, path_and_query: &str) -> (String, Vec<u8>) {
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        conn,
+        "GET {path_and_query} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut response = Vec::new();
+    conn.read_to_end(&mut response).expect("response");
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("header end");
+    let head = String::from_utf8_lossy(&response[..split]).to_string();
+    let status = head.lines().next().unwrap_or_default().to_string();
+    (status, response[split + 4..].to_vec())
 }
 
 pub async fn create_bucket(client: &Client, bucket: &str) {
