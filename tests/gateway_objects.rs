@@ -4,19 +4,11 @@
 
 mod common;
 
-use aws_sdk_s3::config::http::HttpResponse;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::{ByteStream, DateTime};
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
-use common::{create_bucket, get, put, Gateway};
+use common::{create_bucket, get, put, status_and_code, Gateway};
 use md5::{Digest, Md5};
-
-/// The HTTP status and S3 code of a failed call.
-fn status_and_code<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> (u16, String) {
-    let status = e.raw_response().map_or(0, |r| r.status().as_u16());
-    (status, e.code().unwrap_or("").to_string())
-}
 
 async fn upload_part(s3: &Client, key: &str, id: &str, n: i32, data: &[u8]) -> CompletedPart {
     let out = s3

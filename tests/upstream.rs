@@ -8,16 +8,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use aws_sdk_s3::config::http::HttpResponse;
-use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
-    CompletedMultipartUpload, CompletedPart, CompressionType, CsvInput, CsvOutput, ExpressionType,
-    FileHeaderInfo, InputSerialization, OutputSerialization, ScanRange,
-    SelectObjectContentEventStream,
+    CompletedMultipartUpload, CompletedPart, CompressionType, CsvInput, FileHeaderInfo,
+    InputSerialization, ScanRange,
 };
-use aws_sdk_s3::Client;
-use common::{create_bucket, get, put, raw_get, Gateway};
+use common::{
+    create_bucket, csv, get, put, raw_get, select_csv as select, status_and_code, Gateway,
+};
 
 const UP_ACCESS: &str = "upstream-access";
 const UP_SECRET: &str = "upstream-secret";
@@ -33,69 +31,6 @@ fn credentials_file() -> String {
     let path = common::temp_dir("sift-upstream-users");
     std::fs::write(&path, format!("{UP_ACCESS} {UP_SECRET}\n")).expect("write users");
     path.display().to_string()
-}
-
-fn status_and_code<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> (u16, String) {
-    let status = e.raw_response().map_or(0, |r| r.status().as_u16());
-    (status, e.code().unwrap_or("").to_string())
-}
-
-/// A select's records and stats, or the failure (an S3 error before the stream, or an error
-/// event in it) as text.
-async fn select(
-    s3: &Client,
-    bucket: &str,
-    key: &str,
-    sql: &str,
-    input: InputSerialization,
-    range: Option<ScanRange>,
-) -> Result<(Vec<u8>, (i64, i64, i64)), String> {
-    let out = s3
-        .select_object_content()
-        .bucket(bucket)
-        .key(key)
-        .expression(sql)
-        .expression_type(ExpressionType::Sql)
-        .input_serialization(input)
-        .output_serialization(
-            OutputSerialization::builder()
-                .csv(CsvOutput::builder().build())
-                .build(),
-        )
-        .set_scan_range(range)
-        .send()
-        .await;
-    let mut out = out.map_err(|e| {
-        let (status, code) = status_and_code(&e);
-        format!("{status} {code} {}", e.message().unwrap_or(""))
-    })?;
-    let mut records = Vec::new();
-    let mut stats = (0, 0, 0);
-    loop {
-        match out.payload.recv().await {
-            Ok(Some(SelectObjectContentEventStream::Records(r))) => {
-                records.extend_from_slice(r.payload().map(|b| b.as_ref()).unwrap_or_default())
-            }
-            Ok(Some(SelectObjectContentEventStream::Stats(s))) => {
-                let d = s.details().expect("details");
-                stats = (
-                    d.bytes_scanned().unwrap_or(-1),
-                    d.bytes_processed().unwrap_or(-1),
-                    d.bytes_returned().unwrap_or(-1),
-                );
-            }
-            Ok(Some(SelectObjectContentEventStream::End(_))) => return Ok((records, stats)),
-            Ok(Some(_)) => {}
-            Ok(None) => return Err("stream ended without End".into()),
-            Err(e) => return Err(format!("error event: {e:?}")),
-        }
-    }
-}
-
-fn csv(header: FileHeaderInfo) -> InputSerialization {
-    InputSerialization::builder()
-        .csv(CsvInput::builder().file_header_info(header).build())
-        .build()
 }
 
 #[tokio::test]

@@ -6,8 +6,14 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::config::{Credentials, Region};
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    CsvInput, CsvOutput, ExpressionType, FileHeaderInfo, InputSerialization, OutputSerialization,
+    ScanRange, SelectObjectContentEventStream,
+};
 use aws_sdk_s3::Client;
 
 pub const ACCESS: &str = "sift-test-access";
@@ -93,15 +99,7 @@ impl Gateway {
     }
 
     pub fn client_with(&self, access: &str, secret: &str) -> Client {
-        let config = aws_sdk_s3::Config::builder()
-            .behavior_version_latest()
-            .region(Region::new("us-east-1"))
-            .endpoint_url(format!("http://{}", self.addr))
-            .force_path_style(true)
-            .credentials_provider(Credentials::new(access, secret, None, None, "test"))
-            .http_client(aws_smithy_http_client::Builder::new().build_http())
-            .build();
-        Client::from_conf(config)
+        client_for(&self.endpoint(), access, secret)
     }
 
     pub fn client(&self) -> Client {
@@ -115,6 +113,19 @@ impl Drop for Gateway {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.data);
     }
+}
+
+/// An SDK client for any S3 endpoint (path style, us-east-1, plain HTTP).
+pub fn client_for(endpoint: &str, access: &str, secret: &str) -> Client {
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version_latest()
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .credentials_provider(Credentials::new(access, secret, None, None, "test"))
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    Client::from_conf(config)
 }
 
 /// A new path under the temporary directory, unique to this process and moment.
@@ -184,4 +195,68 @@ pub async fn get(client: &Client, bucket: &str, key: &str) -> Vec<u8> {
         .expect("body")
         .into_bytes()
         .to_vec()
+}
+
+pub fn status_and_code<E: ProvideErrorMetadata>(e: &SdkError<E, HttpResponse>) -> (u16, String) {
+    let status = e.raw_response().map_or(0, |r| r.status().as_u16());
+    (status, e.code().unwrap_or("").to_string())
+}
+
+/// A select's records and stats, or the failure (an S3 error before the stream, or an error
+/// event in it) as text.
+pub async fn select_csv(
+    s3: &Client,
+    bucket: &str,
+    key: &str,
+    sql: &str,
+    input: InputSerialization,
+    range: Option<ScanRange>,
+) -> Result<(Vec<u8>, (i64, i64, i64)), String> {
+    let out = s3
+        .select_object_content()
+        .bucket(bucket)
+        .key(key)
+        .expression(sql)
+        .expression_type(ExpressionType::Sql)
+        .input_serialization(input)
+        .output_serialization(
+            OutputSerialization::builder()
+                .csv(CsvOutput::builder().build())
+                .build(),
+        )
+        .set_scan_range(range)
+        .send()
+        .await;
+    let mut out = out.map_err(|e| {
+        let (status, code) = status_and_code(&e);
+        format!("{status} {code} {}", e.message().unwrap_or(""))
+    })?;
+    let mut records = Vec::new();
+    let mut stats = (0, 0, 0);
+    loop {
+        match out.payload.recv().await {
+            Ok(Some(SelectObjectContentEventStream::Records(r))) => {
+                records.extend_from_slice(r.payload().map(|b| b.as_ref()).unwrap_or_default())
+            }
+            Ok(Some(SelectObjectContentEventStream::Stats(s))) => {
+                let d = s.details().expect("details");
+                stats = (
+                    d.bytes_scanned().unwrap_or(-1),
+                    d.bytes_processed().unwrap_or(-1),
+                    d.bytes_returned().unwrap_or(-1),
+                );
+            }
+            Ok(Some(SelectObjectContentEventStream::End(_))) => return Ok((records, stats)),
+            Ok(Some(_)) => {}
+            Ok(None) => return Err("stream ended without End".into()),
+            Err(e) => return Err(format!("error event: {e:?}")),
+        }
+    }
+}
+
+/// CSV input with the given FileHeaderInfo and otherwise AWS's defaults.
+pub fn csv(header: FileHeaderInfo) -> InputSerialization {
+    InputSerialization::builder()
+        .csv(CsvInput::builder().file_header_info(header).build())
+        .build()
 }
