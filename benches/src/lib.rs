@@ -1,3 +1,4 @@
-//! Benchmark support: the engine's benchmark queries.
+//! Benchmark support: the benchmark queries, and charts of results.
 
+pub mod chart;
 pub mod queries;

@@ -250,12 +250,11 @@ impl ObjectSource for UpstreamSource {
                     DisplayErrorContext(&e)
                 ))
             })?;
-        Ok(Box::new(BodyReader {
-            body: out.body,
-            pending: Bytes::new(),
-            runtime: self.runtime.clone(),
-            timeout: self.timeout,
-        }))
+        Ok(Box::new(BodyReader::spawn(
+            out.body,
+            &self.runtime,
+            self.timeout,
+        )))
     }
 }
 
@@ -269,31 +268,59 @@ fn silent(timeout: Duration) -> io::Error {
     )
 }
 
-/// A GET's body as a blocking reader for the engine's thread; a body that stops for longer
-/// than the timeout, or ends early, is an error rather than a short object.
+/// Pieces of a body received ahead of the engine: enough to keep the network busy while
+/// the engine works on the previous ones, few enough to bound memory (hyper hands over
+/// pieces of at most a few hundred KiB).
+const PREFETCH: usize = 32;
+
+/// A GET's body as a blocking reader for the engine's thread. A task on the runtime
+/// receives the body ahead of the engine (so that receiving and scanning overlap instead
+/// of taking turns); a body that stops for longer than the timeout, or ends early, is an
+/// error rather than a short object. Dropping the reader stops the task and closes the
+/// connection.
 struct BodyReader {
-    body: ByteStream,
+    rx: tokio::sync::mpsc::Receiver<io::Result<Bytes>>,
     pending: Bytes,
-    runtime: Handle,
-    timeout: Duration,
+    done: bool,
+}
+
+impl BodyReader {
+    fn spawn(mut body: ByteStream, runtime: &Handle, timeout: Duration) -> Self {
+        let (tx, rx) = tokio::sync::mpsc::channel(PREFETCH);
+        runtime.spawn(async move {
+            loop {
+                let piece = match tokio::time::timeout(timeout, body.next()).await {
+                    Err(_) => Err(silent(timeout)),
+                    Ok(None) => return,
+                    Ok(Some(Ok(bytes))) => Ok(bytes),
+                    Ok(Some(Err(e))) => Err(io::Error::other(format!(
+                        "reading from the upstream store failed: {}",
+                        DisplayErrorContext(&e)
+                    ))),
+                };
+                let failed = piece.is_err();
+                if tx.send(piece).await.is_err() || failed {
+                    return;
+                }
+            }
+        });
+        BodyReader {
+            rx,
+            pending: Bytes::new(),
+            done: false,
+        }
+    }
 }
 
 impl Read for BodyReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         while self.pending.is_empty() {
-            let next = self
-                .runtime
-                .block_on(tokio::time::timeout(self.timeout, self.body.next()))
-                .map_err(|_| silent(self.timeout))?;
-            match next {
-                None => return Ok(0),
-                Some(Ok(bytes)) => self.pending = bytes,
-                Some(Err(e)) => {
-                    return Err(io::Error::other(format!(
-                        "reading from the upstream store failed: {}",
-                        DisplayErrorContext(&e)
-                    )))
-                }
+            if self.done {
+                return Ok(0);
+            }
+            match self.rx.blocking_recv() {
+                None => self.done = true,
+                Some(piece) => self.pending = piece?,
             }
         }
         let n = buf.len().min(self.pending.len());
