@@ -22,9 +22,9 @@ pub const MAX_SCALE: u8 = 38;
 /// `10^38`, the first magnitude that no longer fits 38 digits.
 const LIMIT: u128 = 100_000_000_000_000_000_000_000_000_000_000_000_000;
 
-/// Scale given to quotients when both operands have fewer fraction digits; six digits is
-/// what SQL engines conventionally keep for DECIMAL division.
-pub const MIN_DIV_SCALE: u8 = 6;
+/// Significant digits of an inexact quotient: IEEE 754 decimal128's, Java's
+/// `MathContext.DECIMAL128`.
+const DIV_DIGITS: u32 = 34;
 
 /// `mantissa × 10^-scale`, up to 38 significant digits.
 #[derive(Debug, Clone, Copy)]
@@ -383,57 +383,63 @@ impl Decimal {
         Decimal::fit(m, self.scale as u32 + other.scale as u32, "multiplication")
     }
 
-    /// Quotient rounded half away from zero at scale `max(s1, s2, 6)`, reduced when the
-    /// integer part leaves fewer than that many of the 38 digits (so `1/3 = 0.333333`,
-    /// `1.00/8 = 0.125000`). Division by zero is `EvaluatorInvalidArguments` — AWS's public
-    /// code list has no divide-by-zero code, and this is the evaluator's "bad operand" code.
+    /// Quotient as Java's `BigDecimal.divide(divisor, MathContext.DECIMAL128)` gives it —
+    /// the arithmetic of the PartiQL engines S3 Select descends from: an exact quotient at
+    /// the scale closest to `s1 - s2` that holds it (`1.00 / 8 = 0.125`, `6.0 / 2.0 = 3`,
+    /// `1.00 / 1 = 1.00`), otherwise 34 significant digits rounded half to even
+    /// (`1 / 3 = 0.3333333333333333333333333333333333`). Results never print with a negative
+    /// scale (`10 / 0.01 = 1000`). Division by zero is `EvaluatorInvalidArguments` — AWS's
+    /// public code list has no divide-by-zero code, and this is the evaluator's "bad
+    /// operand" code.
     pub fn checked_div(&self, other: &Decimal) -> Result<Decimal, SelectError> {
         if other.mantissa == 0 {
             return Err(err!(EvaluatorInvalidArguments, "division by zero"));
         }
-        let want = self.scale.max(other.scale).max(MIN_DIV_SCALE);
-        // value = (ma / mb) × 10^(sb - sa); producing k = want + sb - sa fraction digits of
-        // ma / mb yields the mantissa at scale `want` (k >= 0 because want >= sa).
         let neg = (self.mantissa < 0) != (other.mantissa < 0);
-        let num = self.mantissa.unsigned_abs();
         let den = other.mantissa.unsigned_abs();
-        let k = (want as u32 + other.scale as u32).saturating_sub(self.scale as u32);
-        let result_scale = want as i64;
-        let int_part = num / den;
-        let mut rem = num % den;
-        let int_digits = if int_part == 0 {
-            0
-        } else {
-            digit_count(int_part)
-        };
-        if int_digits > MAX_PRECISION {
-            return Err(overflow("division"));
+        let mut q = self.mantissa.unsigned_abs() / den;
+        let mut rem = self.mantissa.unsigned_abs() % den;
+        // value = (q.rem/den) × 10^(s2 - s1): each fraction digit produced adds one to the
+        // scale, which starts at s1 - s2.
+        let preferred = self.scale as i64 - other.scale as i64;
+        let mut scale = preferred;
+        let significant = |q: u128| if q == 0 { 0 } else { digit_count(q) };
+        while rem != 0 && significant(q) < DIV_DIGITS {
+            q = q * 10 + next_digit(&mut rem, den) as u128;
+            scale += 1;
         }
-        // Limit produced fraction digits so that the mantissa stays within 38 digits.
-        let room = MAX_PRECISION - int_digits;
-        let mut frac_wanted = k;
-        let mut scale_out = result_scale;
-        if frac_wanted > room {
-            let cut = frac_wanted - room;
-            frac_wanted = room;
-            scale_out -= cut as i64;
-        }
-        let mut q: u128 = int_part;
-        for _ in 0..frac_wanted {
+        let excess = significant(q)
+            .saturating_sub(DIV_DIGITS)
+            .min(u32::try_from(scale.max(0)).unwrap_or(0));
+        if excess > 0 {
+            // More than 34 digits already (a long dividend): drop fraction digits, rounding
+            // half to even, with what is left of the division as the sticky part. Integer
+            // digits are never dropped.
+            let f = 10u128.pow(excess);
+            let (tail, half) = (q % f, f / 2);
+            q /= f;
+            scale -= excess as i64;
+            if tail > half || (tail == half && (rem != 0 || q % 2 == 1)) {
+                q += 1;
+            }
+        } else if rem != 0 {
+            // Inexact: round the 34 digits half to even on the next digit and what follows.
             let d = next_digit(&mut rem, den);
-            q = q * 10 + d as u128;
+            if d > 5 || (d == 5 && (rem != 0 || q % 2 == 1)) {
+                q += 1;
+            }
         }
-        // Rounding digit.
-        let d = next_digit(&mut rem, den);
-        if d >= 5 {
-            q += 1;
+        if scale < 0 {
+            // An integral quotient of a dividend with fewer fraction digits than the divisor.
+            let f = pow10(u32::try_from(-scale).map_err(|_| overflow("division"))?)
+                .and_then(|f| u128::try_from(f).ok())
+                .ok_or_else(|| overflow("division"))?;
+            q = q.checked_mul(f).ok_or_else(|| overflow("division"))?;
+            scale = 0;
         }
-        if scale_out < 0 {
-            // Integer part larger than the target allows only in hand-built cases.
-            return Err(overflow("division"));
-        }
-        let m = q as i128;
-        Decimal::fit(if neg { -m } else { m }, scale_out as u32, "division")
+        let m = i128::try_from(q).map_err(|_| overflow("division"))?;
+        let scale = u32::try_from(scale).map_err(|_| overflow("division"))?;
+        Decimal::fit(if neg { -m } else { m }, scale, "division")
     }
 
     /// Remainder with the sign of the dividend (`-7 % 3 = -1`, as SQL and Java's BigDecimal
@@ -766,11 +772,30 @@ mod tests {
         assert_eq!(s(d("1.5").checked_add(&d("0.25"))), Ok("1.75".into()));
         assert_eq!(s(d("1.5").checked_sub(&d("2.25"))), Ok("-0.75".into()));
         assert_eq!(s(d("1.5").checked_mul(&d("-0.2"))), Ok("-0.30".into()));
-        assert_eq!(s(d("1").checked_div(&d("3"))), Ok("0.333333".into()));
-        assert_eq!(s(d("2").checked_div(&d("3"))), Ok("0.666667".into()));
-        assert_eq!(s(d("-2").checked_div(&d("3"))), Ok("-0.666667".into()));
-        assert_eq!(s(d("1.00").checked_div(&d("8"))), Ok("0.125000".into()));
-        assert_eq!(s(d("10").checked_div(&d("0.01"))), Ok("1000.000000".into()));
+        // Java's BigDecimal.divide(_, MathContext.DECIMAL128): 34 digits, half to even.
+        let thirds = |d: char, last: char| format!("0.{}{last}", d.to_string().repeat(33));
+        assert_eq!(s(d("1").checked_div(&d("3"))), Ok(thirds('3', '3')));
+        assert_eq!(s(d("2").checked_div(&d("3"))), Ok(thirds('6', '7')));
+        assert_eq!(
+            s(d("-2").checked_div(&d("3"))),
+            Ok(format!("-{}", thirds('6', '7')))
+        );
+        // Exact quotients at the scale nearest s1 - s2 that holds them.
+        assert_eq!(s(d("1.00").checked_div(&d("8"))), Ok("0.125".into()));
+        assert_eq!(s(d("6.0").checked_div(&d("2.0"))), Ok("3".into()));
+        assert_eq!(s(d("1.00").checked_div(&d("1"))), Ok("1.00".into()));
+        assert_eq!(s(d("10").checked_div(&d("0.01"))), Ok("1000".into()));
+        // s3-tests' projection case: 45.0/97.0 keeps its digits.
+        assert_eq!(
+            s(d("45.0").checked_div(&d("97.0"))),
+            Ok("0.4639175257731958762886597938144330".into())
+        );
+        // Half to even on an exact tie at the 35th digit: odd rounds up, even stays.
+        let div1 = |x: String| d(&x).checked_div(&d("1")).map(|v| v.to_string());
+        let ones = "1".repeat(33);
+        assert_eq!(div1(format!("0.{ones}15")), Ok(format!("0.{ones}2")));
+        assert_eq!(div1(format!("0.{ones}25")), Ok(format!("0.{ones}2")));
+        assert_eq!(div1(format!("0.{ones}251")), Ok(format!("0.{ones}3")));
         assert_eq!(
             s(d("1.123456789").checked_div(&d("1"))),
             Ok("1.123456789".into())
@@ -798,9 +823,9 @@ mod tests {
         assert_eq!(q, Ok("3".repeat(38)));
         // Divisor close to 10^38 exercises the overflow-free long division.
         let q = d("1").checked_div(&big).map(|v| v.to_string());
-        assert_eq!(q, Ok("0.000000".into()));
+        assert_eq!(q, Ok(format!("0.{}1", "0".repeat(37))));
         let q = big.checked_div(&big).map(|v| v.to_string());
-        assert_eq!(q, Ok("1.000000".into()));
+        assert_eq!(q, Ok("1".into()));
         // Product with too many fraction digits is rounded into 38 digits.
         let p = d("0.1234567890123456789").checked_mul(&d("0.1234567890123456789"));
         assert!(p.is_ok());
