@@ -384,3 +384,183 @@ async fn list_object_versions_is_unversioned() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[tokio::test]
+async fn conditional_writes_copies_and_standard_headers() {
+    use aws_sdk_s3::types::{Delete, ObjectIdentifier, ServerSideEncryption};
+    let gw = Gateway::start(&[]);
+    let s3 = gw.client();
+    create_bucket(&s3, "wrt").await;
+    put(&s3, "wrt", "k", b"first").await;
+    let etag = format!("\"{}\"", hex(&Md5::digest(b"first")));
+
+    // If-None-Match: * and a wrong If-Match leave the object as it was.
+    let err = s3
+        .put_object()
+        .bucket("wrt")
+        .key("k")
+        .if_none_match("*")
+        .body(ByteStream::from_static(b"second"))
+        .send()
+        .await
+        .expect_err("exists");
+    assert_eq!(status_and_code(&err), (412, "PreconditionFailed".into()));
+    let err = s3
+        .put_object()
+        .bucket("wrt")
+        .key("k")
+        .if_match("\"0123456789abcdef0123456789abcdef\"")
+        .body(ByteStream::from_static(b"second"))
+        .send()
+        .await
+        .expect_err("other etag");
+    assert_eq!(status_and_code(&err), (412, "PreconditionFailed".into()));
+    assert_eq!(get(&s3, "wrt", "k").await, b"first");
+    s3.put_object()
+        .bucket("wrt")
+        .key("k")
+        .if_match(&etag)
+        .body(ByteStream::from_static(b"second"))
+        .send()
+        .await
+        .expect("matching etag");
+    s3.put_object()
+        .bucket("wrt")
+        .key("new")
+        .if_none_match("*")
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .expect("absent");
+
+    // Encryption is refused, not ignored.
+    let err = s3
+        .put_object()
+        .bucket("wrt")
+        .key("secret")
+        .server_side_encryption(ServerSideEncryption::Aes256)
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .expect_err("sse");
+    assert_eq!(status_and_code(&err), (501, "NotImplemented".into()));
+
+    // Standard headers survive.
+    s3.put_object()
+        .bucket("wrt")
+        .key("h")
+        .cache_control("max-age=60")
+        .content_disposition("attachment; filename=\"t.csv\"")
+        .content_encoding("identity")
+        .content_language("en")
+        .expires(DateTime::from_secs(2_000_000_000))
+        .body(ByteStream::from_static(b"x"))
+        .send()
+        .await
+        .expect("put with headers");
+    let h = s3
+        .head_object()
+        .bucket("wrt")
+        .key("h")
+        .send()
+        .await
+        .expect("head");
+    assert_eq!(h.cache_control(), Some("max-age=60"));
+    assert_eq!(
+        h.content_disposition(),
+        Some("attachment; filename=\"t.csv\"")
+    );
+    assert_eq!(h.content_encoding(), Some("identity"));
+    assert_eq!(h.content_language(), Some("en"));
+
+    // Copy: source conditions are 412 when they fail, a copy onto itself needs REPLACE.
+    let err = s3
+        .copy_object()
+        .bucket("wrt")
+        .key("copy")
+        .copy_source("wrt/k")
+        .copy_source_if_match("\"0123456789abcdef0123456789abcdef\"")
+        .send()
+        .await
+        .expect_err("copy condition");
+    assert_eq!(status_and_code(&err), (412, "PreconditionFailed".into()));
+    let err = s3
+        .copy_object()
+        .bucket("wrt")
+        .key("k")
+        .copy_source("wrt/k")
+        .send()
+        .await
+        .expect_err("onto itself");
+    assert_eq!(status_and_code(&err), (400, "InvalidRequest".into()));
+    s3.copy_object()
+        .bucket("wrt")
+        .key("k")
+        .copy_source("wrt/k")
+        .metadata_directive(aws_sdk_s3::types::MetadataDirective::Replace)
+        .metadata("v", "2")
+        .send()
+        .await
+        .expect("onto itself with REPLACE");
+
+    // A 304 names the ETag it refers to.
+    let etag2 = format!("\"{}\"", hex(&Md5::digest(b"second")));
+    let err = s3
+        .get_object()
+        .bucket("wrt")
+        .key("k")
+        .if_none_match(&etag2)
+        .send()
+        .await
+        .expect_err("not modified");
+    let raw = err.raw_response().expect("response");
+    assert_eq!(raw.status().as_u16(), 304);
+    assert_eq!(raw.headers().get("etag"), Some(etag2.as_str()));
+
+    // Listings: max-keys=0 is an empty, untruncated page; fetch-owner names the owner;
+    // DeleteObjects takes at most 1000 keys.
+    let empty = s3
+        .list_objects_v2()
+        .bucket("wrt")
+        .max_keys(0)
+        .fetch_owner(true)
+        .send()
+        .await
+        .expect("max-keys 0");
+    assert_eq!(
+        (empty.key_count(), empty.is_truncated()),
+        (Some(0), Some(false))
+    );
+    let owned = s3
+        .list_objects_v2()
+        .bucket("wrt")
+        .fetch_owner(true)
+        .send()
+        .await
+        .expect("fetch owner");
+    assert!(owned
+        .contents()
+        .iter()
+        .all(|o| o.owner().and_then(|w| w.id()) == Some(common::ACCESS)));
+    let keys: Vec<_> = (0..1001)
+        .map(|i| {
+            ObjectIdentifier::builder()
+                .key(format!("k{i}"))
+                .build()
+                .expect("identifier")
+        })
+        .collect();
+    let err = s3
+        .delete_objects()
+        .bucket("wrt")
+        .delete(
+            Delete::builder()
+                .set_objects(Some(keys))
+                .build()
+                .expect("delete"),
+        )
+        .send()
+        .await
+        .expect_err("too many keys");
+    assert_eq!(status_and_code(&err), (400, "MalformedXML".into()));
+}

@@ -18,7 +18,7 @@ use sift_engine::{FileSource, ObjectSource};
 use crate::select::{OpenSource, SelectService};
 use crate::store::{
     blocking, hex, validate_key, Listing, LocalStore, NewObject, ObjectMeta, StoreError,
-    MAX_PART_NUMBER,
+    StoredHeaders, WriteCondition, MAX_PART_NUMBER,
 };
 
 /// The gateway's `S3` implementation on its embedded store: the local store plus the
@@ -85,6 +85,8 @@ fn url_encode(s: &str) -> String {
 
 struct ListParams<'a> {
     bucket: &'a str,
+    /// Whether each object names its owner (always in v1, with fetch-owner in v2).
+    owner: bool,
     prefix: String,
     delimiter: Option<String>,
     after: Option<String>,
@@ -162,14 +164,21 @@ impl LocalGateway {
             p.delimiter.clone(),
             p.after.clone(),
         );
-        let page = blocking(move || {
-            store.list(
+        let want_owner = p.owner;
+        let (page, owner) = blocking(move || {
+            let owner = if want_owner {
+                Some(store.bucket_owner(&bucket)?)
+            } else {
+                None
+            };
+            let page = store.list(
                 &bucket,
                 &prefix,
                 delimiter.as_deref(),
                 after.as_deref(),
                 max,
-            )
+            )?;
+            Ok((page, owner))
         })
         .await?;
         let enc = |s: &str| if p.url { url_encode(s) } else { s.to_string() };
@@ -184,6 +193,7 @@ impl LocalGateway {
                 storage_class: Some(ObjectStorageClass::from_static(
                     ObjectStorageClass::STANDARD,
                 )),
+                owner: owner.as_deref().map(owner_dto),
                 ..Default::default()
             })
             .collect();
@@ -268,6 +278,67 @@ impl<S: futures::Stream> futures::Stream for SyncStream<S> {
     }
 }
 
+/// S3's answer for an object stored without a Content-Type.
+const DEFAULT_CONTENT_TYPE: &str = "binary/octet-stream";
+
+/// S3's cap on the keys of one DeleteObjects request.
+const MAX_DELETE_KEYS: usize = 1000;
+
+/// Sift stores objects as they come: asking for server-side encryption is refused rather
+/// than silently storing plaintext.
+fn refuse_encryption(
+    sse: Option<&ServerSideEncryption>,
+    customer_algorithm: Option<&String>,
+    kms_key: Option<&String>,
+) -> S3Result<()> {
+    if sse.is_some() || customer_algorithm.is_some() || kms_key.is_some() {
+        return Err(s3_error!(
+            NotImplemented,
+            "server-side encryption is not supported by this gateway"
+        ));
+    }
+    Ok(())
+}
+
+/// If-None-Match / If-Match of a write, as the store checks them under its commit lock.
+fn write_condition(
+    if_match: Option<&ETagCondition>,
+    if_none_match: Option<&ETagCondition>,
+) -> S3Result<WriteCondition> {
+    match (if_match, if_none_match) {
+        (None, None) => Ok(WriteCondition::Always),
+        (None, Some(ETagCondition::Any)) => Ok(WriteCondition::IfAbsent),
+        (Some(ETagCondition::Any), None) => Ok(WriteCondition::IfPresent),
+        (Some(ETagCondition::ETag(e)), None) => {
+            Ok(WriteCondition::IfEtag(e.value().to_ascii_lowercase()))
+        }
+        (None, Some(ETagCondition::ETag(_))) => Err(s3_error!(
+            NotImplemented,
+            "If-None-Match on a write only takes *"
+        )),
+        (Some(_), Some(_)) => Err(s3_error!(
+            NotImplemented,
+            "If-Match and If-None-Match together on a write are not supported"
+        )),
+    }
+}
+
+fn stored_headers(
+    cache_control: Option<String>,
+    content_disposition: Option<String>,
+    content_encoding: Option<String>,
+    content_language: Option<String>,
+    expires: Option<Timestamp>,
+) -> StoredHeaders {
+    StoredHeaders {
+        cache_control,
+        content_disposition,
+        content_encoding,
+        content_language,
+        expires,
+    }
+}
+
 /// Seconds since the epoch: HTTP dates have no finer precision.
 fn unix_seconds(t: &Timestamp) -> i64 {
     time::OffsetDateTime::from(t.clone()).unix_timestamp()
@@ -303,9 +374,32 @@ fn check_conditions(
         (None, None) => false,
     };
     if unchanged {
-        return Err(s3_error!(NotModified));
+        // A 304 still names the representation it refers to.
+        let mut e = s3_error!(NotModified);
+        let mut headers = hyper::HeaderMap::new();
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&format!("\"{}\"", meta.etag)) {
+            headers.insert(hyper::header::ETAG, v);
+        }
+        let mut date = Vec::new();
+        if meta
+            .last_modified()
+            .format(s3s::dto::TimestampFormat::HttpDate, &mut date)
+            .is_ok()
+        {
+            if let Ok(v) = hyper::header::HeaderValue::from_bytes(&date) {
+                headers.insert(hyper::header::LAST_MODIFIED, v);
+            }
+        }
+        e.set_headers(headers);
+        return Err(e);
     }
     Ok(())
+}
+
+fn content_type(meta: &ObjectMeta) -> String {
+    meta.content_type
+        .clone()
+        .unwrap_or_else(|| DEFAULT_CONTENT_TYPE.to_string())
 }
 
 fn storage_class() -> StorageClass {
@@ -384,6 +478,19 @@ impl S3 for LocalGateway {
     ) -> S3Result<S3Response<PutObjectOutput>> {
         let input = req.input;
         validate_key(&input.key)?;
+        refuse_encryption(
+            input.server_side_encryption.as_ref(),
+            input.sse_customer_algorithm.as_ref(),
+            input.ssekms_key_id.as_ref(),
+        )?;
+        let condition = write_condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
+        let headers = stored_headers(
+            input.cache_control,
+            input.content_disposition,
+            input.content_encoding,
+            input.content_language,
+            input.expires,
+        );
         {
             // Fail before reading the body.
             let store = self.store.clone();
@@ -409,6 +516,8 @@ impl S3 for LocalGateway {
                     etag,
                     content_type,
                     metadata,
+                    headers,
+                    condition,
                 },
             )
         })
@@ -454,9 +563,14 @@ impl S3 for LocalGateway {
             content_length: Some(len as i64),
             content_range,
             accept_ranges: Some("bytes".to_string()),
-            content_type: meta.content_type.clone(),
+            content_type: Some(content_type(&meta)),
             e_tag: Some(meta.e_tag()),
             last_modified: Some(meta.last_modified()),
+            cache_control: meta.headers.cache_control.clone(),
+            content_disposition: meta.headers.content_disposition.clone(),
+            content_encoding: meta.headers.content_encoding.clone(),
+            content_language: meta.headers.content_language.clone(),
+            expires: meta.headers.expires.clone(),
             metadata: Some(meta.metadata.into_iter().collect()),
             ..Default::default()
         }))
@@ -480,9 +594,14 @@ impl S3 for LocalGateway {
         Ok(S3Response::new(HeadObjectOutput {
             content_length: Some(meta.size as i64),
             accept_ranges: Some("bytes".to_string()),
-            content_type: meta.content_type.clone(),
+            content_type: Some(content_type(&meta)),
             e_tag: Some(meta.e_tag()),
             last_modified: Some(meta.last_modified()),
+            cache_control: meta.headers.cache_control.clone(),
+            content_disposition: meta.headers.content_disposition.clone(),
+            content_encoding: meta.headers.content_encoding.clone(),
+            content_language: meta.headers.content_language.clone(),
+            expires: meta.headers.expires.clone(),
             metadata: Some(meta.metadata.into_iter().collect()),
             ..Default::default()
         }))
@@ -503,6 +622,12 @@ impl S3 for LocalGateway {
         req: S3Request<DeleteObjectsInput>,
     ) -> S3Result<S3Response<DeleteObjectsOutput>> {
         let input = req.input;
+        if input.delete.objects.len() > MAX_DELETE_KEYS {
+            return Err(s3_error!(
+                MalformedXML,
+                "a DeleteObjects request names at most 1000 keys"
+            ));
+        }
         let quiet = input.delete.quiet.unwrap_or(false);
         let store = self.store.clone();
         let bucket = input.bucket;
@@ -566,29 +691,75 @@ impl S3 for LocalGateway {
             .metadata_directive
             .as_ref()
             .is_some_and(|d| d.as_str() == MetadataDirective::REPLACE);
+        refuse_encryption(
+            input.server_side_encryption.as_ref(),
+            input.sse_customer_algorithm.as_ref(),
+            input.ssekms_key_id.as_ref(),
+        )?;
+        if src_bucket == input.bucket && src_key == input.key && !replace {
+            return Err(s3_error!(
+                InvalidRequest,
+                "This copy request is illegal because it is trying to copy an object to itself \
+                 without changing the object's metadata, storage class, website redirect \
+                 location or encryption attributes."
+            ));
+        }
         let store = self.store.clone();
         let (dst_bucket, dst_key) = (input.bucket, input.key);
         let (new_type, new_meta) = (input.content_type, input.metadata);
+        let new_headers = stored_headers(
+            input.cache_control,
+            input.content_disposition,
+            input.content_encoding,
+            input.content_language,
+            input.expires,
+        );
+        let conditions = (
+            input.copy_source_if_match,
+            input.copy_source_if_unmodified_since,
+            input.copy_source_if_none_match,
+            input.copy_source_if_modified_since,
+        );
         let meta = blocking(move || {
             validate_key(&dst_key)?;
             store.head_bucket(&dst_bucket)?;
             let (src, mut file) = store.open_object(&src_bucket, &src_key)?;
+            // x-amz-copy-source-if-*: the GET conditions on the source, and any of them
+            // failing is 412 (a copy has no 304).
+            let (if_match, if_unmodified, if_none_match, if_modified) = &conditions;
+            let holds = check_conditions(
+                &src,
+                if_match.as_ref(),
+                if_unmodified.as_ref(),
+                if_none_match.as_ref(),
+                if_modified.as_ref(),
+            )
+            .is_ok();
+            if !holds {
+                return Err(StoreError::PreconditionFailed);
+            }
             let (temp, mut out) = store.create_temp()?;
             let copied = io::copy(&mut file, &mut out).and_then(|_| out.sync_all());
             if let Err(e) = copied {
                 let _ = fs::remove_file(&temp);
                 return Err(e.into());
             }
-            let (content_type, metadata) = if replace {
-                (new_type, new_meta.unwrap_or_default().into_iter().collect())
+            let (content_type, metadata, headers) = if replace {
+                (
+                    new_type,
+                    new_meta.unwrap_or_default().into_iter().collect(),
+                    new_headers,
+                )
             } else {
-                (src.content_type, src.metadata)
+                (src.content_type, src.metadata, src.headers)
             };
             let new = NewObject {
                 size: src.size,
                 etag: src.etag,
                 content_type,
                 metadata,
+                headers,
+                condition: WriteCondition::Always,
             };
             store.commit_object(&dst_bucket, &dst_key, &temp, new)
         })
@@ -610,6 +781,7 @@ impl S3 for LocalGateway {
         let input = req.input;
         let params = ListParams {
             bucket: &input.bucket,
+            owner: true,
             prefix: input.prefix.clone().unwrap_or_default(),
             delimiter: input.delimiter.clone(),
             after: input.marker.clone().filter(|m| !m.is_empty()),
@@ -625,12 +797,12 @@ impl S3 for LocalGateway {
         Ok(S3Response::new(ListObjectsOutput {
             name: Some(input.bucket.clone()),
             prefix: Some(input.prefix.unwrap_or_default()),
-            marker: input.marker,
+            marker: Some(input.marker.unwrap_or_default()),
             max_keys: Some(input.max_keys.unwrap_or(1000)),
             is_truncated: Some(page.truncated),
             contents: Some(contents),
             common_prefixes: Some(prefixes),
-            delimiter: input.delimiter,
+            delimiter: input.delimiter.filter(|d| !d.is_empty()),
             next_marker,
             encoding_type: input.encoding_type,
             ..Default::default()
@@ -656,6 +828,7 @@ impl S3 for LocalGateway {
         let after = token_after.or_else(|| input.start_after.clone().filter(|s| !s.is_empty()));
         let params = ListParams {
             bucket: &input.bucket,
+            owner: input.fetch_owner.unwrap_or(false),
             prefix: input.prefix.clone().unwrap_or_default(),
             delimiter: input.delimiter.clone(),
             after,
@@ -679,7 +852,7 @@ impl S3 for LocalGateway {
             next_continuation_token: next,
             contents: Some(contents),
             common_prefixes: Some(prefixes),
-            delimiter: input.delimiter,
+            delimiter: input.delimiter.filter(|d| !d.is_empty()),
             encoding_type: input.encoding_type,
             start_after: input.start_after,
             ..Default::default()
@@ -695,6 +868,7 @@ impl S3 for LocalGateway {
         let input = req.input;
         let params = ListParams {
             bucket: &input.bucket,
+            owner: true,
             prefix: input.prefix.clone().unwrap_or_default(),
             delimiter: input.delimiter.clone(),
             after: input.key_marker.clone().filter(|m| !m.is_empty()),
@@ -714,6 +888,7 @@ impl S3 for LocalGateway {
                     ObjectVersionStorageClass::STANDARD,
                 )),
                 version_id: Some("null".to_string()),
+                owner: o.owner,
                 ..Default::default()
             })
             .collect();
@@ -731,7 +906,7 @@ impl S3 for LocalGateway {
             is_truncated: Some(page.truncated),
             versions: Some(versions),
             common_prefixes: Some(prefixes),
-            delimiter: input.delimiter,
+            delimiter: input.delimiter.filter(|d| !d.is_empty()),
             encoding_type: input.encoding_type,
             next_key_marker,
             next_version_id_marker,
@@ -745,6 +920,11 @@ impl S3 for LocalGateway {
     ) -> S3Result<S3Response<CreateMultipartUploadOutput>> {
         let owner = owner_of(&req)?;
         let input = req.input;
+        refuse_encryption(
+            input.server_side_encryption.as_ref(),
+            input.sse_customer_algorithm.as_ref(),
+            input.ssekms_key_id.as_ref(),
+        )?;
         let store = self.store.clone();
         let (bucket, key) = (input.bucket, input.key);
         let (b, k) = (bucket.clone(), key.clone());
@@ -752,8 +932,16 @@ impl S3 for LocalGateway {
             input.content_type,
             input.metadata.unwrap_or_default().into_iter().collect(),
         );
+        let headers = stored_headers(
+            input.cache_control,
+            input.content_disposition,
+            input.content_encoding,
+            input.content_language,
+            input.expires,
+        );
         let upload =
-            blocking(move || store.create_upload(&b, &k, &owner, content_type, metadata)).await?;
+            blocking(move || store.create_upload(&b, &k, &owner, content_type, metadata, headers))
+                .await?;
         Ok(S3Response::new(CreateMultipartUploadOutput {
             bucket: Some(bucket),
             key: Some(key),
@@ -809,10 +997,11 @@ impl S3 for LocalGateway {
                 )),
             })
             .collect::<S3Result<Vec<_>>>()?;
+        let condition = write_condition(input.if_match.as_ref(), input.if_none_match.as_ref())?;
         let store = self.store.clone();
         let (bucket, key, id) = (input.bucket, input.key, input.upload_id);
         let (b, k) = (bucket.clone(), key.clone());
-        let meta = blocking(move || store.complete_upload(&b, &k, &id, &parts)).await?;
+        let meta = blocking(move || store.complete_upload(&b, &k, &id, &parts, condition)).await?;
         Ok(S3Response::new(CompleteMultipartUploadOutput {
             location: Some(format!("/{bucket}/{key}")),
             bucket: Some(bucket),

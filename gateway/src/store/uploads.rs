@@ -26,7 +26,10 @@ use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::{hex, now_ms, validate_key, LocalStore, NewObject, ObjectMeta, Result, StoreError};
+use super::{
+    hex, now_ms, validate_key, LocalStore, NewObject, ObjectMeta, Result, StoreError,
+    StoredHeaders, WriteCondition,
+};
 
 /// S3's smallest part, except for the last one.
 pub const MIN_PART_SIZE: u64 = 5 * 1024 * 1024;
@@ -42,6 +45,8 @@ pub struct Upload {
     pub owner: String,
     pub content_type: Option<String>,
     pub metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    pub headers: StoredHeaders,
     pub initiated_unix_ms: u64,
 }
 
@@ -127,6 +132,7 @@ impl LocalStore {
         owner: &str,
         content_type: Option<String>,
         metadata: BTreeMap<String, String>,
+        headers: StoredHeaders,
     ) -> Result<Upload> {
         validate_key(key)?;
         let uploads = self.uploads_dir(bucket)?;
@@ -142,6 +148,7 @@ impl LocalStore {
             owner: owner.to_string(),
             content_type,
             metadata,
+            headers,
             initiated_unix_ms: now_ms(),
         };
         let staging = self.tmp_path();
@@ -219,12 +226,14 @@ impl LocalStore {
 
     /// Assembles the named parts (number, hex MD5) into `key` and ends the upload. The
     /// object's ETag is the MD5 of the parts' binary MD5s, then `-` and the part count.
+    /// A `condition` that does not hold leaves the upload in place.
     pub fn complete_upload(
         &self,
         bucket: &str,
         key: &str,
         id: &str,
         requested: &[(i32, String)],
+        condition: WriteCondition,
     ) -> Result<ObjectMeta> {
         let (dir, upload) = self.upload_dir(bucket, key, id)?;
         if requested.is_empty() {
@@ -281,9 +290,19 @@ impl LocalStore {
             etag: format!("{}-{}", hex(&md5_of_md5s.finalize()), requested.len()),
             content_type: upload.content_type,
             metadata: upload.metadata,
+            headers: upload.headers,
+            condition,
         };
         let committed = self.commit_object(bucket, key, &temp, new);
-        let _ = fs::remove_dir_all(&claimed);
+        match committed {
+            // The object was not written: give the upload back for a retry.
+            Err(StoreError::PreconditionFailed | StoreError::NoSuchKey) => {
+                let _ = fs::rename(&claimed, &dir);
+            }
+            _ => {
+                let _ = fs::remove_dir_all(&claimed);
+            }
+        }
         committed
     }
 
@@ -398,7 +417,14 @@ mod tests {
         let (s, dir) = store();
         s.create_bucket("bkt", "me").expect("bucket");
         let up = s
-            .create_upload("bkt", "big", "me", Some("text/csv".into()), BTreeMap::new())
+            .create_upload(
+                "bkt",
+                "big",
+                "me",
+                Some("text/csv".into()),
+                BTreeMap::new(),
+                StoredHeaders::default(),
+            )
             .expect("create");
         assert!(valid_upload_id(&up.id));
         let a = vec![b'a'; MIN_PART_SIZE as usize];
@@ -414,7 +440,7 @@ mod tests {
         // Wrong requests leave the upload in place.
         let bad = |req: &[(i32, &str)]| {
             let req: Vec<_> = req.iter().map(|(n, e)| (*n, e.to_string())).collect();
-            s.complete_upload("bkt", "big", &up.id, &req)
+            s.complete_upload("bkt", "big", &up.id, &req, WriteCondition::Always)
                 .expect_err("refused")
         };
         assert!(matches!(bad(&[(1, &stale)]), StoreError::InvalidPart(1)));
@@ -424,13 +450,12 @@ mod tests {
         ));
         assert!(matches!(bad(&[]), StoreError::MalformedXml(_)));
 
+        let parts = [(1, format!("\"{e1}\"")), (2, e2.clone())];
+        // A condition that does not hold leaves the upload for a retry.
+        let refused = s.complete_upload("bkt", "big", &up.id, &parts, WriteCondition::IfPresent);
+        assert!(matches!(refused, Err(StoreError::NoSuchKey)));
         let meta = s
-            .complete_upload(
-                "bkt",
-                "big",
-                &up.id,
-                &[(1, format!("\"{e1}\"")), (2, e2.clone())],
-            )
+            .complete_upload("bkt", "big", &up.id, &parts, WriteCondition::IfAbsent)
             .expect("complete");
         let mut md5s = Vec::new();
         md5s.extend_from_slice(&Md5::digest(&a));
@@ -453,12 +478,25 @@ mod tests {
         let (s, dir) = store();
         s.create_bucket("bkt", "me").expect("bucket");
         let up = s
-            .create_upload("bkt", "big", "me", None, BTreeMap::new())
+            .create_upload(
+                "bkt",
+                "big",
+                "me",
+                None,
+                BTreeMap::new(),
+                StoredHeaders::default(),
+            )
             .expect("create");
         let e1 = upload_part(&s, &up.id, 1, b"small");
         let e2 = upload_part(&s, &up.id, 2, b"tail");
         let err = s
-            .complete_upload("bkt", "big", &up.id, &[(1, e1), (2, e2)])
+            .complete_upload(
+                "bkt",
+                "big",
+                &up.id,
+                &[(1, e1), (2, e2)],
+                WriteCondition::Always,
+            )
             .expect_err("too small");
         assert!(matches!(err, StoreError::EntityTooSmall(1, 5)));
         for bad_id in ["../../buckets", "", &up.id.to_uppercase()] {
@@ -487,9 +525,16 @@ mod tests {
         let mut ids = Vec::new();
         for k in ["a/1", "a/2", "b", "b", "c"] {
             ids.push(
-                s.create_upload("bkt", k, "me", None, BTreeMap::new())
-                    .expect("create")
-                    .id,
+                s.create_upload(
+                    "bkt",
+                    k,
+                    "me",
+                    None,
+                    BTreeMap::new(),
+                    StoredHeaders::default(),
+                )
+                .expect("create")
+                .id,
             );
         }
         let all = s
