@@ -863,3 +863,159 @@ async fn anonymous_reads_only_when_allowed() {
     assert!(response.contains("AccessDenied"), "{response}");
     assert_eq!(get(&s3, "pub", "k").await, b"public bytes");
 }
+
+/// A raw HTTP request; returns the status line and the body.
+fn raw_request(addr: &str, method: &str, path: &str, body: &[u8]) -> (String, String) {
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        conn,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .expect("send head");
+    // The gateway may answer (and close) before reading a large body: that is fine.
+    let _ = conn.write_all(body);
+    let mut response = Vec::new();
+    let _ = conn.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    )
+}
+
+#[tokio::test]
+async fn bad_requests_get_s3_errors_and_the_gateway_keeps_serving() {
+    // Anonymous reads let this test send select bodies no SDK would write.
+    let gw = Gateway::start(&["--allow-anonymous-read"]);
+    let s3 = gw.client();
+    create_bucket(&s3, "sel").await;
+    put(&s3, "sel", "t.csv", b"a,1\nb,2\n").await;
+    let select_body = |csv_fields: &str, sql: &str| {
+        format!(
+            "<SelectObjectContentRequest xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">\
+             <Expression>{sql}</Expression><ExpressionType>SQL</ExpressionType>\
+             <InputSerialization><CSV>{csv_fields}</CSV></InputSerialization>\
+             <OutputSerialization><CSV/></OutputSerialization></SelectObjectContentRequest>"
+        )
+    };
+    let path = "/sel/t.csv?select&select-type=2";
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "malformed XML",
+            "<SelectObjectContentRequest><Expression>".into(),
+            "400",
+            "MalformedXML",
+        ),
+        (
+            "unknown FileHeaderInfo",
+            select_body(
+                "<FileHeaderInfo>MAYBE</FileHeaderInfo>",
+                "SELECT * FROM S3Object",
+            ),
+            "400",
+            "",
+        ),
+        (
+            "SQL error",
+            select_body("", "SELECT FROM WHERE"),
+            "400",
+            "Parse",
+        ),
+        (
+            "oversized XML body",
+            format!(
+                "<SelectObjectContentRequest>{}",
+                " ".repeat(21 * 1024 * 1024)
+            ),
+            "400",
+            "MaxMessageLengthExceeded",
+        ),
+    ];
+    for (what, body, status, code) in cases {
+        let (line, text) = raw_request(&gw.addr, "POST", path, body.as_bytes());
+        assert!(
+            !line.contains(" 200 ") && !line.contains(" 500 "),
+            "{what}: {line} {text}"
+        );
+        assert!(line.contains(status), "{what}: {line}");
+        assert!(text.contains(code), "{what}: {text}");
+    }
+    let (line, text) = raw_request(
+        &gw.addr,
+        "POST",
+        "/sel/missing.csv?select&select-type=2",
+        select_body("", "SELECT * FROM S3Object").as_bytes(),
+    );
+    assert!(
+        line.contains("404") && text.contains("NoSuchKey"),
+        "{line} {text}"
+    );
+    let (line, text) = raw_request(
+        &gw.addr,
+        "POST",
+        "/nobucket/t.csv?select&select-type=2",
+        select_body("", "SELECT * FROM S3Object").as_bytes(),
+    );
+    assert!(
+        line.contains("404") && text.contains("NoSuchBucket"),
+        "{line} {text}"
+    );
+
+    // A request signed an hour in the past (clock skew).
+    let skewed = aws_sdk_s3::Config::builder()
+        .behavior_version_latest()
+        .region(Region::new("us-east-1"))
+        .endpoint_url(gw.endpoint())
+        .force_path_style(true)
+        .credentials_provider(Credentials::new(ACCESS, SECRET, None, None, "test"))
+        .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .time_source(aws_smithy_async::time::StaticTimeSource::new(
+            std::time::SystemTime::now() - std::time::Duration::from_secs(3600),
+        ))
+        .retry_config(aws_sdk_s3::config::retry::RetryConfig::disabled())
+        .build();
+    let err = Client::from_conf(skewed)
+        .list_objects_v2()
+        .bucket("sel")
+        .send()
+        .await
+        .expect_err("skewed clock");
+    assert_eq!(
+        common::status_and_code(&err),
+        (403, "RequestTimeTooSkewed".into())
+    );
+
+    // An expired presigned URL.
+    let presigned = s3
+        .get_object()
+        .bucket("sel")
+        .key("t.csv")
+        .presigned(
+            aws_sdk_s3::presigning::PresigningConfig::expires_in(std::time::Duration::from_secs(1))
+                .expect("presigning config"),
+        )
+        .await
+        .expect("presign");
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let uri = presigned.uri();
+    let path_and_query = &uri[uri.find("/sel/").expect("path")..];
+    let (line, text) = raw_request(&gw.addr, "GET", path_and_query, b"");
+    assert!(line.contains("403"), "{line} {text}");
+    assert!(text.contains("AccessDenied"), "{text}");
+
+    // Nothing above changed the stored object, and the gateway still answers.
+    assert_eq!(get(&s3, "sel", "t.csv").await, b"a,1\nb,2\n");
+    let out = select(
+        &s3,
+        "t.csv",
+        "SELECT s._1 FROM S3Object s",
+        InputSerialization::builder().csv(csv_input()).build(),
+        csv_out(),
+        |r| r,
+    )
+    .await
+    .expect("select after bad requests");
+    assert_eq!(out.output(), b"a\nb\n");
+}

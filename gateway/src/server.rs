@@ -159,6 +159,38 @@ pub fn build_service(config: &GatewayConfig) -> Result<Service, ServeError> {
     })
 }
 
+/// The largest XML request body s3s reads (its default `xml_max_body_size`).
+const MAX_XML_BODY: u64 = 20 * 1024 * 1024;
+
+/// POST requests carry XML that s3s reads whole (select, batch delete, multipart
+/// completion), except browser form uploads. Beyond its limit s3s answers 500; S3's answer
+/// is 400 MaxMessageLengthExceeded, given here before the body is read.
+fn oversized_xml<B>(req: &hyper::Request<B>) -> Option<s3s::HttpResponse> {
+    let header = |name| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let length: u64 = header(hyper::header::CONTENT_LENGTH)?.parse().ok()?;
+    let form =
+        header(hyper::header::CONTENT_TYPE).is_some_and(|t| t.starts_with("multipart/form-data"));
+    if req.method() != Method::POST || form || length <= MAX_XML_BODY {
+        return None;
+    }
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>MaxMessageLengthExceeded</Code>\
+         <Message>Your request was too big: {length} bytes of XML, at most {MAX_XML_BODY}.</Message></Error>"
+    );
+    let mut resp = hyper::Response::new(Body::from(body));
+    *resp.status_mut() = hyper::StatusCode::BAD_REQUEST;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/xml"),
+    );
+    // The unread body would otherwise be drained or make the next request unparsable.
+    resp.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    Some(resp)
+}
+
 /// One connection's view of the [`Service`]: knows the peer, for the access log.
 struct Connection {
     service: Service,
@@ -173,6 +205,10 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
     >;
 
     fn call(&self, mut req: hyper::Request<hyper::body::Incoming>) -> Self::Future {
+        if let Some(refusal) = oversized_xml(&req) {
+            self.service.metrics.request("Unknown", 400);
+            return Box::pin(std::future::ready(Ok(refusal)));
+        }
         let slot = RequestSlot::default();
         req.extensions_mut().insert(slot.clone());
         let (method, uri) = (req.method().clone(), req.uri().clone());
