@@ -94,6 +94,21 @@ struct ListParams<'a> {
     url: bool,
 }
 
+/// A request body that broke off. s3s checks each chunk of an `aws-chunked` body signed
+/// with STREAMING-AWS4-HMAC-SHA256-PAYLOAD as it arrives; a chunk whose signature is wrong
+/// is S3's 403 SignatureDoesNotMatch. s3s 0.14 keeps that error's type private, so it is
+/// recognised by its text.
+fn body_error(e: s3s::StdError) -> S3Error {
+    let text = e.to_string();
+    if text.contains("SignatureMismatch") {
+        return S3Error::with_message(
+            S3ErrorCode::SignatureDoesNotMatch,
+            "The signature of a chunk of the request body does not match",
+        );
+    }
+    S3Error::with_message(S3ErrorCode::IncompleteBody, text)
+}
+
 /// A request body written to a synced temporary file.
 struct Received {
     temp: PathBuf,
@@ -125,9 +140,7 @@ impl LocalGateway {
         let written: S3Result<()> = async {
             if let Some(mut body) = body {
                 while let Some(chunk) = body.next().await {
-                    let chunk = chunk.map_err(|e| {
-                        S3Error::with_message(S3ErrorCode::IncompleteBody, e.to_string())
-                    })?;
+                    let chunk = chunk.map_err(body_error)?;
                     md5.update(&chunk);
                     size += chunk.len() as u64;
                     file.write_all(&chunk).await.map_err(StoreError::Io)?;
