@@ -564,3 +564,93 @@ async fn conditional_writes_copies_and_standard_headers() {
         .expect_err("too many keys");
     assert_eq!(status_and_code(&err), (400, "MalformedXML".into()));
 }
+
+#[tokio::test]
+async fn upload_part_copy_and_bucket_location() {
+    let gw = Gateway::start(&[]);
+    let s3 = gw.client();
+    create_bucket(&s3, "upc").await;
+    let source: Vec<u8> = (0..6 * 1024 * 1024).map(|i| (i % 241) as u8).collect();
+    put(&s3, "upc", "src", &source).await;
+    let id = s3
+        .create_multipart_upload()
+        .bucket("upc")
+        .key("dst")
+        .send()
+        .await
+        .expect("create")
+        .upload_id()
+        .expect("id")
+        .to_string();
+    let copy = |n: i32, range: Option<&str>| {
+        let mut r = s3
+            .upload_part_copy()
+            .bucket("upc")
+            .key("dst")
+            .upload_id(&id)
+            .part_number(n)
+            .copy_source("upc/src");
+        if let Some(range) = range {
+            r = r.copy_source_range(range);
+        }
+        r.send()
+    };
+    // The whole source as part 1, then its first 100 bytes as part 2.
+    let p1 = copy(1, None).await.expect("copy part 1");
+    let p2 = copy(2, Some("bytes=0-99")).await.expect("copy part 2");
+    let etag = |o: &aws_sdk_s3::operation::upload_part_copy::UploadPartCopyOutput| {
+        o.copy_part_result()
+            .and_then(|r| r.e_tag())
+            .expect("etag")
+            .to_string()
+    };
+    assert_eq!(etag(&p1), format!("\"{}\"", hex(&Md5::digest(&source))));
+    assert_eq!(
+        etag(&p2),
+        format!("\"{}\"", hex(&Md5::digest(&source[..100])))
+    );
+    for bad in ["bytes=100-99", "bytes=0-6291456", "lines=1-2"] {
+        let err = copy(3, Some(bad)).await.expect_err("bad range");
+        assert_eq!(
+            status_and_code(&err),
+            (400, "InvalidArgument".into()),
+            "{bad}"
+        );
+    }
+    s3.complete_multipart_upload()
+        .bucket("upc")
+        .key("dst")
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(etag(&p1))
+                        .build(),
+                )
+                .parts(
+                    CompletedPart::builder()
+                        .part_number(2)
+                        .e_tag(etag(&p2))
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("complete");
+    let mut want = source.clone();
+    want.extend_from_slice(&source[..100]);
+    assert!(get(&s3, "upc", "dst").await == want);
+
+    let location = s3
+        .get_bucket_location()
+        .bucket("upc")
+        .send()
+        .await
+        .expect("location");
+    assert!(location
+        .location_constraint()
+        .is_none_or(|c| c.as_str().is_empty()));
+}

@@ -352,6 +352,58 @@ fn stored_headers(
     }
 }
 
+/// `x-amz-copy-source-range: bytes=FIRST-LAST` against the source's size: the offset and
+/// length to copy.
+fn copy_range(range: Option<&str>, size: u64) -> Result<(u64, u64), StoreError> {
+    let Some(range) = range else {
+        return Ok((0, size));
+    };
+    let bad = || {
+        StoreError::InvalidArgument(format!(
+            "The x-amz-copy-source-range {range:?} is not valid for a source object of {size} bytes"
+        ))
+    };
+    let (first, last) = range
+        .strip_prefix("bytes=")
+        .and_then(|r| r.split_once('-'))
+        .ok_or_else(bad)?;
+    let first: u64 = first.parse().map_err(|_| bad())?;
+    let last: u64 = last.parse().map_err(|_| bad())?;
+    if first > last || last >= size {
+        return Err(bad());
+    }
+    Ok((first, last - first + 1))
+}
+
+/// Copies `len` bytes of `src` from `offset` into `out`, returning their MD5.
+fn copy_with_md5(
+    src: &fs::File,
+    offset: u64,
+    len: u64,
+    out: &mut fs::File,
+) -> io::Result<[u8; 16]> {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let mut md5 = Md5::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done).min(buf.len() as u64) as usize;
+        let n = src.read_at(&mut buf[..want], offset + done)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "object file is shorter than its metadata says",
+            ));
+        }
+        md5.update(&buf[..n]);
+        out.write_all(&buf[..n])?;
+        done += n as u64;
+    }
+    out.sync_all()?;
+    Ok(md5.finalize().into())
+}
+
 /// Seconds since the epoch: HTTP dates have no finer precision.
 fn unix_seconds(t: &Timestamp) -> i64 {
     time::OffsetDateTime::from(t.clone()).unix_timestamp()
@@ -990,6 +1042,85 @@ impl S3 for LocalGateway {
             e_tag: Some(ETag::Strong(etag)),
             ..Default::default()
         }))
+    }
+
+    async fn upload_part_copy(
+        &self,
+        req: S3Request<UploadPartCopyInput>,
+    ) -> S3Result<S3Response<UploadPartCopyOutput>> {
+        let input = req.input;
+        let CopySource::Bucket {
+            bucket: src_bucket,
+            key: src_key,
+            ..
+        } = &input.copy_source
+        else {
+            return Err(s3_error!(
+                NotImplemented,
+                "copying from an access point is not supported"
+            ));
+        };
+        let (src_bucket, src_key) = (src_bucket.to_string(), src_key.to_string());
+        let number = input.part_number;
+        if !(1..=MAX_PART_NUMBER).contains(&number) {
+            return Err(StoreError::InvalidPartNumber(number).into());
+        }
+        let conditions = (
+            input.copy_source_if_match,
+            input.copy_source_if_unmodified_since,
+            input.copy_source_if_none_match,
+            input.copy_source_if_modified_since,
+        );
+        let range = input.copy_source_range;
+        let (bucket, key, id) = (input.bucket, input.key, input.upload_id);
+        let store = self.store.clone();
+        let etag = blocking(move || {
+            store.check_upload(&bucket, &key, &id)?;
+            let (src, file) = store.open_object(&src_bucket, &src_key)?;
+            let (if_match, if_unmodified, if_none_match, if_modified) = &conditions;
+            let holds = check_conditions(
+                &src,
+                if_match.as_ref(),
+                if_unmodified.as_ref(),
+                if_none_match.as_ref(),
+                if_modified.as_ref(),
+            )
+            .is_ok();
+            if !holds {
+                return Err(StoreError::PreconditionFailed);
+            }
+            let (offset, len) = copy_range(range.as_deref(), src.size)?;
+            let (temp, mut out) = store.create_temp()?;
+            let etag = match copy_with_md5(&file, offset, len, &mut out) {
+                Ok(md5) => hex(&md5),
+                Err(e) => {
+                    let _ = fs::remove_file(&temp);
+                    return Err(e.into());
+                }
+            };
+            store.commit_part(&bucket, &key, &id, number, &temp, &etag)?;
+            Ok(etag)
+        })
+        .await?;
+        Ok(S3Response::new(UploadPartCopyOutput {
+            copy_part_result: Some(CopyPartResult {
+                e_tag: Some(ETag::Strong(etag)),
+                last_modified: Some(Timestamp::from(std::time::SystemTime::now())),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }))
+    }
+
+    async fn get_bucket_location(
+        &self,
+        req: S3Request<GetBucketLocationInput>,
+    ) -> S3Result<S3Response<GetBucketLocationOutput>> {
+        let store = self.store.clone();
+        let bucket = req.input.bucket;
+        blocking(move || store.head_bucket(&bucket)).await?;
+        // us-east-1, which S3 reports as an empty LocationConstraint.
+        Ok(S3Response::new(GetBucketLocationOutput::default()))
     }
 
     async fn complete_multipart_upload(

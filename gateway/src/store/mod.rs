@@ -69,6 +69,8 @@ pub enum StoreError {
     MalformedXml(String),
     #[error("At least one of the pre-conditions you specified did not hold")]
     PreconditionFailed,
+    #[error("{0}")]
+    InvalidArgument(String),
     #[error("object metadata is corrupt: {0}")]
     CorruptMetadata(#[from] serde_json::Error),
     #[error("storage I/O error: {0}")]
@@ -94,6 +96,7 @@ impl From<StoreError> for S3Error {
             StoreError::InvalidPartNumber(_) => S3ErrorCode::InvalidArgument,
             StoreError::MalformedXml(_) => S3ErrorCode::MalformedXML,
             StoreError::PreconditionFailed => S3ErrorCode::PreconditionFailed,
+            StoreError::InvalidArgument(_) => S3ErrorCode::InvalidArgument,
             StoreError::CorruptMetadata(_) | StoreError::Io(_) => {
                 return S3Error::internal_error(e);
             }
