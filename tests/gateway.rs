@@ -836,6 +836,14 @@ async fn metrics_and_access_log() {
         );
     }
     assert!(lines.iter().any(|l| l.contains(ACCESS)), "{log}");
+    // Every line ends with the request id the response carried in x-amz-request-id.
+    assert!(
+        lines.iter().all(|l| l
+            .rsplit(' ')
+            .next()
+            .is_some_and(|id| id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()))),
+        "{log}"
+    );
 }
 
 #[tokio::test]

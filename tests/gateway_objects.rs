@@ -654,3 +654,35 @@ async fn upload_part_copy_and_bucket_location() {
         .location_constraint()
         .is_none_or(|c| c.as_str().is_empty()));
 }
+
+#[tokio::test]
+async fn list_buckets_in_pages() {
+    let gw = Gateway::start(&[]);
+    let s3 = gw.client();
+    for b in ["pg-a", "pg-b", "pg-c", "other"] {
+        create_bucket(&s3, b).await;
+    }
+    let mut names = Vec::new();
+    let mut token = None;
+    loop {
+        let page = s3
+            .list_buckets()
+            .prefix("pg-")
+            .max_buckets(2)
+            .set_continuation_token(token.clone())
+            .send()
+            .await
+            .expect("page");
+        names.extend(
+            page.buckets()
+                .iter()
+                .filter_map(|b| b.name())
+                .map(str::to_string),
+        );
+        token = page.continuation_token().map(str::to_string);
+        if token.is_none() {
+            break;
+        }
+    }
+    assert_eq!(names, ["pg-a", "pg-b", "pg-c"]);
+}

@@ -509,10 +509,33 @@ impl S3 for LocalGateway {
         req: S3Request<ListBucketsInput>,
     ) -> S3Result<S3Response<ListBucketsOutput>> {
         let owner = owner_of(&req)?;
+        let input = req.input;
         let store = self.store.clone();
         let o = owner.clone();
         let buckets = blocking(move || store.list_buckets(&o)).await?;
-        let buckets = buckets
+        // Pages by name: the token is the hex of the last name returned.
+        let after = match &input.continuation_token {
+            Some(t) => Some(decode_token(t).ok_or_else(|| {
+                s3_error!(
+                    InvalidArgument,
+                    "The continuation token provided is incorrect"
+                )
+            })?),
+            None => None,
+        };
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let max = input.max_buckets.map_or(usize::MAX, |m| m.max(0) as usize);
+        let mut matching = buckets
+            .into_iter()
+            .filter(|(name, _)| name.starts_with(&prefix))
+            .filter(|(name, _)| after.as_ref().is_none_or(|a| name > a))
+            .peekable();
+        let page: Vec<_> = matching.by_ref().take(max).collect();
+        let next = match (matching.peek(), page.last()) {
+            (Some(_), Some((last, _))) => Some(hex(last.as_bytes())),
+            _ => None,
+        };
+        let buckets = page
             .into_iter()
             .map(|(name, created)| Bucket {
                 name: Some(name),
@@ -523,7 +546,8 @@ impl S3 for LocalGateway {
         Ok(S3Response::new(ListBucketsOutput {
             buckets: Some(buckets),
             owner: Some(owner_dto(&owner)),
-            ..Default::default()
+            continuation_token: next,
+            prefix: input.prefix,
         }))
     }
 

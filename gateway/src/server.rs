@@ -191,6 +191,29 @@ fn oversized_xml<B>(req: &hyper::Request<B>) -> Option<s3s::HttpResponse> {
     Some(resp)
 }
 
+/// A request id for `x-amz-request-id` and the access log: unique within the process (a
+/// counter) and, across restarts, very likely unique (a random start).
+fn next_request_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static BASE: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let base = *BASE.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    });
+    format!(
+        "{:016X}",
+        base.wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed))
+    )
+}
+
 /// One connection's view of the [`Service`]: knows the peer, for the access log.
 struct Connection {
     service: Service,
@@ -218,8 +241,15 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
             self.service.metrics.clone(),
             self.peer,
         );
+        let request_id = next_request_id();
         Box::pin(async move {
-            let result = hyper::service::Service::call(&s3, req).await;
+            let mut result = hyper::service::Service::call(&s3, req).await;
+            if let (Ok(resp), Ok(id)) = (
+                result.as_mut(),
+                hyper::header::HeaderValue::from_str(&request_id),
+            ) {
+                resp.headers_mut().insert("x-amz-request-id", id);
+            }
             let status = result.as_ref().map_or(500, |r| r.status().as_u16());
             let info = slot
                 .lock()
@@ -237,7 +267,7 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
                 .map_or_else(|| "-".to_string(), |n| n.to_string());
             tracing::info!(
                 target: "sift::access",
-                "{peer} {} {method} {uri} {status} {operation} {length} {:.1}ms",
+                "{peer} {} {method} {uri} {status} {operation} {length} {:.1}ms {request_id}",
                 info.access_key.as_deref().unwrap_or("-"),
                 started.elapsed().as_secs_f64() * 1e3,
             );
