@@ -9,12 +9,10 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_s3::types::{
-    CompletedMultipartUpload, CompletedPart, CompressionType, CsvInput, FileHeaderInfo,
-    InputSerialization, ScanRange,
-};
+use aws_sdk_s3::types::{CompressionType, CsvInput, FileHeaderInfo, InputSerialization, ScanRange};
 use common::{
-    create_bucket, csv, get, put, raw_get, select_csv as select, status_and_code, Gateway,
+    create_bucket, csv, get, multipart_put, put, raw_get, select_csv as select, status_and_code,
+    Gateway,
 };
 
 const UP_ACCESS: &str = "upstream-access";
@@ -78,50 +76,9 @@ async fn every_call_goes_through_to_the_upstream_store() {
     assert_eq!(get(&direct, "through", "copy.csv").await, b"1,x\n2,y\n");
 
     // Multipart through the proxy: bodies stream, ETags are the upstream's.
-    let id = s3
-        .create_multipart_upload()
-        .bucket("through")
-        .key("big")
-        .send()
-        .await
-        .expect("create upload")
-        .upload_id()
-        .expect("id")
-        .to_string();
     let part1 = vec![b'z'; 5 * 1024 * 1024];
-    let mut parts = Vec::new();
-    for (n, data) in [(1, part1.clone()), (2, b"end".to_vec())] {
-        let out = s3
-            .upload_part()
-            .bucket("through")
-            .key("big")
-            .upload_id(&id)
-            .part_number(n)
-            .body(ByteStream::from(data))
-            .send()
-            .await
-            .expect("part");
-        parts.push(
-            CompletedPart::builder()
-                .part_number(n)
-                .e_tag(out.e_tag().expect("etag"))
-                .build(),
-        );
-    }
-    let done = s3
-        .complete_multipart_upload()
-        .bucket("through")
-        .key("big")
-        .upload_id(&id)
-        .multipart_upload(
-            CompletedMultipartUpload::builder()
-                .set_parts(Some(parts))
-                .build(),
-        )
-        .send()
-        .await
-        .expect("complete");
-    assert!(done.e_tag().is_some_and(|e| e.ends_with("-2\"")));
+    let etag = multipart_put(&s3, "through", "big", &[part1.clone(), b"end".to_vec()]).await;
+    assert!(etag.ends_with("-2\""), "{etag}");
     let head = direct
         .head_object()
         .bucket("through")

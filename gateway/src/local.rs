@@ -404,6 +404,39 @@ fn copy_with_md5(
     Ok(md5.finalize().into())
 }
 
+/// The bucket and key a copy reads (access points are not supported).
+fn copy_source(source: &CopySource) -> S3Result<(String, String)> {
+    match source {
+        CopySource::Bucket { bucket, key, .. } => Ok((bucket.to_string(), key.to_string())),
+        _ => Err(s3_error!(
+            NotImplemented,
+            "copying from an access point is not supported"
+        )),
+    }
+}
+
+/// `x-amz-copy-source-if-*` of CopyObject and UploadPartCopy.
+struct SourceConditions {
+    if_match: Option<ETagCondition>,
+    if_unmodified_since: Option<Timestamp>,
+    if_none_match: Option<ETagCondition>,
+    if_modified_since: Option<Timestamp>,
+}
+
+impl SourceConditions {
+    /// The GET conditions on the source; any of them failing is 412 (a copy has no 304).
+    fn check(&self, src: &ObjectMeta) -> Result<(), StoreError> {
+        check_conditions(
+            src,
+            self.if_match.as_ref(),
+            self.if_unmodified_since.as_ref(),
+            self.if_none_match.as_ref(),
+            self.if_modified_since.as_ref(),
+        )
+        .map_err(|_| StoreError::PreconditionFailed)
+    }
+}
+
 /// Seconds since the epoch: HTTP dates have no finer precision.
 fn unix_seconds(t: &Timestamp) -> i64 {
     time::OffsetDateTime::from(t.clone()).unix_timestamp()
@@ -764,18 +797,7 @@ impl S3 for LocalGateway {
         req: S3Request<CopyObjectInput>,
     ) -> S3Result<S3Response<CopyObjectOutput>> {
         let input = req.input;
-        let CopySource::Bucket {
-            bucket: src_bucket,
-            key: src_key,
-            ..
-        } = &input.copy_source
-        else {
-            return Err(s3_error!(
-                NotImplemented,
-                "copying from an access point is not supported"
-            ));
-        };
-        let (src_bucket, src_key) = (src_bucket.to_string(), src_key.to_string());
+        let (src_bucket, src_key) = copy_source(&input.copy_source)?;
         let replace = input
             .metadata_directive
             .as_ref()
@@ -803,30 +825,17 @@ impl S3 for LocalGateway {
             input.content_language,
             input.expires,
         );
-        let conditions = (
-            input.copy_source_if_match,
-            input.copy_source_if_unmodified_since,
-            input.copy_source_if_none_match,
-            input.copy_source_if_modified_since,
-        );
+        let conditions = SourceConditions {
+            if_match: input.copy_source_if_match,
+            if_unmodified_since: input.copy_source_if_unmodified_since,
+            if_none_match: input.copy_source_if_none_match,
+            if_modified_since: input.copy_source_if_modified_since,
+        };
         let meta = blocking(move || {
             validate_key(&dst_key)?;
             store.head_bucket(&dst_bucket)?;
             let (src, mut file) = store.open_object(&src_bucket, &src_key)?;
-            // x-amz-copy-source-if-*: the GET conditions on the source, and any of them
-            // failing is 412 (a copy has no 304).
-            let (if_match, if_unmodified, if_none_match, if_modified) = &conditions;
-            let holds = check_conditions(
-                &src,
-                if_match.as_ref(),
-                if_unmodified.as_ref(),
-                if_none_match.as_ref(),
-                if_modified.as_ref(),
-            )
-            .is_ok();
-            if !holds {
-                return Err(StoreError::PreconditionFailed);
-            }
+            conditions.check(&src)?;
             let (temp, mut out) = store.create_temp()?;
             let copied = io::copy(&mut file, &mut out).and_then(|_| out.sync_all());
             if let Err(e) = copied {
@@ -1073,46 +1082,24 @@ impl S3 for LocalGateway {
         req: S3Request<UploadPartCopyInput>,
     ) -> S3Result<S3Response<UploadPartCopyOutput>> {
         let input = req.input;
-        let CopySource::Bucket {
-            bucket: src_bucket,
-            key: src_key,
-            ..
-        } = &input.copy_source
-        else {
-            return Err(s3_error!(
-                NotImplemented,
-                "copying from an access point is not supported"
-            ));
-        };
-        let (src_bucket, src_key) = (src_bucket.to_string(), src_key.to_string());
+        let (src_bucket, src_key) = copy_source(&input.copy_source)?;
         let number = input.part_number;
         if !(1..=MAX_PART_NUMBER).contains(&number) {
             return Err(StoreError::InvalidPartNumber(number).into());
         }
-        let conditions = (
-            input.copy_source_if_match,
-            input.copy_source_if_unmodified_since,
-            input.copy_source_if_none_match,
-            input.copy_source_if_modified_since,
-        );
+        let conditions = SourceConditions {
+            if_match: input.copy_source_if_match,
+            if_unmodified_since: input.copy_source_if_unmodified_since,
+            if_none_match: input.copy_source_if_none_match,
+            if_modified_since: input.copy_source_if_modified_since,
+        };
         let range = input.copy_source_range;
         let (bucket, key, id) = (input.bucket, input.key, input.upload_id);
         let store = self.store.clone();
         let etag = blocking(move || {
             store.check_upload(&bucket, &key, &id)?;
             let (src, file) = store.open_object(&src_bucket, &src_key)?;
-            let (if_match, if_unmodified, if_none_match, if_modified) = &conditions;
-            let holds = check_conditions(
-                &src,
-                if_match.as_ref(),
-                if_unmodified.as_ref(),
-                if_none_match.as_ref(),
-                if_modified.as_ref(),
-            )
-            .is_ok();
-            if !holds {
-                return Err(StoreError::PreconditionFailed);
-            }
+            conditions.check(&src)?;
             let (offset, len) = copy_range(range.as_deref(), src.size)?;
             let (temp, mut out) = store.create_temp()?;
             let etag = match copy_with_md5(&file, offset, len, &mut out) {

@@ -11,8 +11,8 @@ use aws_sdk_s3::config::{Credentials, Region};
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
-    CsvInput, CsvOutput, ExpressionType, FileHeaderInfo, InputSerialization, OutputSerialization,
-    ScanRange, SelectObjectContentEventStream,
+    CompletedMultipartUpload, CompletedPart, CsvInput, CsvOutput, ExpressionType, FileHeaderInfo,
+    InputSerialization, OutputSerialization, ScanRange, SelectObjectContentEventStream,
 };
 use aws_sdk_s3::Client;
 
@@ -179,6 +179,56 @@ pub async fn put(client: &Client, bucket: &str, key: &str, body: &[u8]) {
         .send()
         .await
         .unwrap_or_else(|e| panic!("put {key}: {e:?}"));
+}
+
+/// Uploads `parts` as one multipart object; returns the completed object's ETag.
+pub async fn multipart_put(client: &Client, bucket: &str, key: &str, parts: &[Vec<u8>]) -> String {
+    let id = client
+        .create_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("create upload {key}: {e:?}"))
+        .upload_id()
+        .expect("upload id")
+        .to_string();
+    let mut completed = Vec::new();
+    for (i, data) in parts.iter().enumerate() {
+        let n = i as i32 + 1;
+        let out = client
+            .upload_part()
+            .bucket(bucket)
+            .key(key)
+            .upload_id(&id)
+            .part_number(n)
+            .body(ByteStream::from(data.clone()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("upload part {n} of {key}: {e:?}"));
+        completed.push(
+            CompletedPart::builder()
+                .part_number(n)
+                .e_tag(out.e_tag().expect("part etag"))
+                .build(),
+        );
+    }
+    client
+        .complete_multipart_upload()
+        .bucket(bucket)
+        .key(key)
+        .upload_id(&id)
+        .multipart_upload(
+            CompletedMultipartUpload::builder()
+                .set_parts(Some(completed))
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("complete {key}: {e:?}"))
+        .e_tag()
+        .expect("object etag")
+        .to_string()
 }
 
 pub async fn get(client: &Client, bucket: &str, key: &str) -> Vec<u8> {
