@@ -240,21 +240,8 @@ fn file_body(file: fs::File, start: u64, len: u64) -> StreamingBlob {
             let (file, buf) = tokio::task::spawn_blocking(move || {
                 use std::os::unix::fs::FileExt;
                 let mut buf = vec![0u8; want];
-                let mut filled = 0;
-                while filled < want {
-                    match file.read_at(&mut buf[filled..], offset + filled as u64) {
-                        Ok(0) => {
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "object file is shorter than its metadata says",
-                            ))
-                        }
-                        Ok(n) => filled += n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok((file, buf))
+                file.read_exact_at(&mut buf, offset).map_err(short_file)?;
+                Ok::<_, io::Error>((file, buf))
             })
             .await
             .map_err(io::Error::other)??;
@@ -265,6 +252,18 @@ fn file_body(file: fs::File, start: u64, len: u64) -> StreamingBlob {
         },
     );
     StreamingBlob::wrap(SyncStream::new(stream))
+}
+
+/// A data file that ends before its metadata's size says it should.
+fn short_file(e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "object file is shorter than its metadata says",
+        )
+    } else {
+        e
+    }
 }
 
 /// Makes a `Send` stream `Sync` (s3s asks for both) by only ever polling it through `&mut`.
@@ -388,17 +387,12 @@ fn copy_with_md5(
     let mut buf = vec![0u8; 1 << 20];
     let mut done = 0u64;
     while done < len {
-        let want = (len - done).min(buf.len() as u64) as usize;
-        let n = src.read_at(&mut buf[..want], offset + done)?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "object file is shorter than its metadata says",
-            ));
-        }
-        md5.update(&buf[..n]);
-        out.write_all(&buf[..n])?;
-        done += n as u64;
+        let piece = &mut buf[..(len - done).min(1 << 20) as usize];
+        src.read_exact_at(piece, offset + done)
+            .map_err(short_file)?;
+        md5.update(&*piece);
+        out.write_all(piece)?;
+        done += piece.len() as u64;
     }
     out.sync_all()?;
     Ok(md5.finalize().into())
@@ -547,15 +541,7 @@ impl S3 for LocalGateway {
         let o = owner.clone();
         let buckets = blocking(move || store.list_buckets(&o)).await?;
         // Pages by name: the token is the hex of the last name returned.
-        let after = match &input.continuation_token {
-            Some(t) => Some(decode_token(t).ok_or_else(|| {
-                s3_error!(
-                    InvalidArgument,
-                    "The continuation token provided is incorrect"
-                )
-            })?),
-            None => None,
-        };
+        let after = continuation(input.continuation_token.as_deref())?;
         let prefix = input.prefix.clone().unwrap_or_default();
         let max = input.max_buckets.map_or(usize::MAX, |m| m.max(0) as usize);
         let mut matching = buckets
@@ -914,15 +900,7 @@ impl S3 for LocalGateway {
         let input = req.input;
         // The continuation token is the hex of the last entry returned: opaque to clients
         // and safe for any key.
-        let token_after = match &input.continuation_token {
-            Some(t) => Some(decode_token(t).ok_or_else(|| {
-                s3_error!(
-                    InvalidArgument,
-                    "The continuation token provided is incorrect"
-                )
-            })?),
-            None => None,
-        };
+        let token_after = continuation(input.continuation_token.as_deref())?;
         let after = token_after.or_else(|| input.start_after.clone().filter(|s| !s.is_empty()));
         let params = ListParams {
             bucket: &input.bucket,
@@ -1306,6 +1284,21 @@ impl S3 for LocalGateway {
         });
         self.select.run(input, open).await
     }
+}
+
+/// Where a page resumes: after the entry a continuation token names (the hex of its name,
+/// opaque to clients and safe for any key).
+fn continuation(token: Option<&str>) -> S3Result<Option<String>> {
+    token
+        .map(|t| {
+            decode_token(t).ok_or_else(|| {
+                s3_error!(
+                    InvalidArgument,
+                    "The continuation token provided is incorrect"
+                )
+            })
+        })
+        .transpose()
 }
 
 fn decode_token(t: &str) -> Option<String> {
