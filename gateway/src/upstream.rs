@@ -120,12 +120,14 @@ impl UpstreamGateway {
     async fn lookup(&self, bucket: &str, key: &str) -> S3Result<(u64, Option<String>)> {
         let head = self.client.head_object().bucket(bucket).key(key).send();
         match self.within_timeout(head).await? {
-            Ok(out) => Ok((
-                out.content_length()
-                    .and_then(|n| u64::try_from(n).ok())
-                    .unwrap_or(0),
-                out.e_tag().map(str::to_string),
-            )),
+            // Without a size the scan could not tell a whole object from a cut one.
+            Ok(out) => match out.content_length().and_then(|n| u64::try_from(n).ok()) {
+                Some(size) => Ok((size, out.e_tag().map(str::to_string))),
+                None => Err(S3Error::with_message(
+                    S3ErrorCode::InternalError,
+                    "the upstream store's HEAD of the object gave no Content-Length",
+                )),
+            },
             // A HEAD answer has no body, hence no S3 error code: ask again with a GET of
             // one byte, whose error names the problem (NoSuchKey, NoSuchBucket, …).
             Err(SdkError::ServiceError(_)) => {
