@@ -1,157 +1,178 @@
-//! `sift demo`: what pushdown saves, on TPC-DS data generated on the spot.
+//! `sift demo`: the whole benchmark on one machine, from nothing.
 //!
-//! This is the engine stage of the demo: it generates store_sales, runs the scans that
-//! Trino 405 pushes down for TPC-DS queries through the engine, and reports for each how many
-//! bytes a client would receive with pushdown against fetching the whole object. The gateway
-//! (network) and DataFusion (whole queries) stages extend it as they land.
+//! It starts a gateway on its embedded store (a temporary directory, random keys) as a
+//! child process on 127.0.0.1, so that the gateway's CPU time is its own and the client
+//! reaches it over a real socket; loads TPC-DS into it; runs the queries in every mode over an
+//! emulated storage link; and writes the report. Generated data is kept in `--data` so that a
+//! second demo skips generation (the gateway's store is that directory).
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use clap::Args;
-use sift_engine::{FileSource, Select, SelectRequest, Sink};
+use sift_tpcds::error::{Error, Result};
+use sift_tpcds::run::{self, RunOptions};
+use sift_tpcds::s3::EndpointArgs;
+use sift_tpcds::{queries, scan::Mode};
+
+use crate::tpcds_cmd::{self, DataArgs};
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// TPC-DS scale factor (1 = about 388 MB of store_sales).
+    /// TPC-DS scale factor (1 is about 1.2 GB of flat files).
     #[arg(long, default_value_t = 1.0)]
     sf: f64,
-    /// Where generated data is kept (reused by later runs).
+    /// The gateway's store: generated data is kept here and reused by later demos.
     #[arg(long, default_value = "sift-data")]
     data: PathBuf,
-    /// Engine threads per scan (default: all cores).
-    #[arg(long)]
-    threads: Option<usize>,
+    /// Queries: ceph72 (the Ceph/IBM benchmark's), all, or a list like 3,7,10-12.
+    #[arg(long, default_value = "ceph72")]
+    queries: String,
+    /// Emulated storage-network rate between client and gateway.
+    #[arg(long, default_value = "1Gbit")]
+    link_bandwidth: String,
+    /// Where results, rows and the report go.
+    #[arg(long, default_value = "tpcds-results")]
+    out: PathBuf,
 }
 
-/// Scans of store_sales in the exact form Trino 405 pushes them down (see docs/sql.md).
-const SCANS: [(&str, &str); 5] = [
-    (
-        "q28: quantity 0..5, three columns",
-        "SELECT s._12, s._13, s._20 FROM S3Object s WHERE ((case s._11 when '' then null else CAST(s._11 AS INT) end >= 0 AND case s._11 when '' then null else CAST(s._11 AS INT) end <= 5))",
-    ),
-    (
-        "q96-like: one store, count(*)",
-        "SELECT ' ' FROM S3Object s WHERE (case s._8 when '' then null else CAST(s._8 AS INT) end = 1)",
-    ),
-    (
-        "date range on the sold-date key",
-        "SELECT s._1, s._3, s._14 FROM S3Object s WHERE ((case s._1 when '' then null else CAST(s._1 AS INT) end >= 2451180 AND case s._1 when '' then null else CAST(s._1 AS INT) end <= 2451269))",
-    ),
-    (
-        "decimal filter: net profit > 5000",
-        "SELECT s._3, s._23 FROM S3Object s WHERE (case s._23 when '' then null else CAST(s._23 AS DECIMAL(7,2)) end > 5000.00)",
-    ),
-    (
-        "projection: three columns of every row",
-        "SELECT s._1, s._3, s._14 FROM S3Object s",
-    ),
-];
+/// A gateway child process, stopped when dropped.
+struct GatewayProcess {
+    child: Child,
+    endpoint: String,
+}
 
-struct CountSink(u64);
-
-impl Sink for CountSink {
-    fn write(&mut self, data: &[u8]) -> sift_engine::Result<()> {
-        self.0 += data.len() as u64;
-        Ok(())
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
-fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= 1e9 {
-        format!("{:.2} GB", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.1} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
-    } else {
-        format!("{bytes} B")
-    }
+fn random_key(len: usize) -> String {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    (0..len)
+        .map(|i| {
+            let mut h = RandomState::new().build_hasher();
+            h.write_usize(i);
+            ALPHABET[(h.finish() % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+fn start_gateway(data: &std::path::Path, access: &str, secret: &str) -> Result<GatewayProcess> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["gateway", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data)
+        .env("SIFT_ACCESS_KEY", access)
+        .env("SIFT_SECRET_KEY", secret)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| Error::Invalid("gateway has no stdout".into()))?;
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line)?;
+    let endpoint = match line.trim().strip_prefix("listening on ") {
+        Some(url) => url.to_string(),
+        None => {
+            let _ = child.kill();
+            return Err(Error::Invalid(format!(
+                "the gateway did not start (said {line:?})"
+            )));
+        }
+    };
+    Ok(GatewayProcess { child, endpoint })
 }
 
 pub fn run(args: DemoArgs) -> ExitCode {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sift demo: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(demo(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sift demo: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn demo(args: DemoArgs) -> Result<()> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&args.data)?;
+    let (access, secret) = (random_key(20), random_key(40));
+    let gateway = start_gateway(&args.data, &access, &secret)?;
     eprintln!(
-        "generating TPC-DS store_sales at SF {} into {} (reused if present)…",
-        args.sf,
+        "gateway on {} (store: {})",
+        gateway.endpoint,
         args.data.display()
     );
-    let started = Instant::now();
-    let path = match sift_tpcds::data::generate_table("store_sales", args.sf, &args.data) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("sift demo: generating store_sales failed: {e}");
-            return ExitCode::from(1);
-        }
+    let endpoint = EndpointArgs {
+        endpoint: gateway.endpoint.clone(),
+        bucket: "tpcds".into(),
+        prefix: "tpcds".into(),
+        access_key: Some(access),
+        secret_key: Some(secret),
+        region: Some("us-east-1".into()),
+        virtual_hosted: false,
+    };
+    let data = DataArgs {
+        sf: args.sf,
+        part_size_mib: sift_tpcds::layout::DEFAULT_PART_SIZE >> 20,
+        parallel: 1,
+        child: 1,
+        jobs: None,
     };
     eprintln!(
-        "  {} ready in {:.1} s",
-        path.display(),
-        started.elapsed().as_secs_f64()
-    );
-    // SAFETY: the generated file is written once (to a temporary name, then renamed) before
-    // this point and not touched again.
-    let source = match unsafe { FileSource::mapped(&path) } {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("sift demo: {}: {e}", path.display());
-            return ExitCode::from(1);
-        }
-    };
-
-    println!(
-        "\nPushdown scans of store_sales (SF {}), {threads} engine thread(s):\n",
+        "loading TPC-DS SF {} (parts already loaded are kept)…",
         args.sf
     );
-    println!("| scan | fetched without pushdown | returned with pushdown | reduction | engine time | engine GB/s |");
-    println!("|---|---|---|---|---|---|");
-    let (mut fetched, mut returned) = (0u64, 0u64);
-    for (name, sql) in SCANS {
-        let request = SelectRequest {
-            sql: sql.into(),
-            input: sift_tpcds::dsdgen_input(),
-            ..SelectRequest::default()
-        };
-        let select = match Select::new(request) {
-            Ok(s) => s.with_threads(threads),
-            Err(e) => {
-                eprintln!("sift demo: {name}: {e}");
-                return ExitCode::from(1);
-            }
-        };
-        let mut sink = CountSink(0);
-        let t = Instant::now();
-        let stats = match select.run(&source, &mut sink) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("sift demo: {name}: {e}");
-                return ExitCode::from(1);
-            }
-        };
-        let secs = t.elapsed().as_secs_f64();
-        fetched += stats.bytes_scanned;
-        returned += stats.bytes_returned;
-        let reduction = match stats.bytes_returned {
-            0 => "all filtered".to_string(),
-            r => format!("{:.1}×", stats.bytes_scanned as f64 / r as f64),
-        };
-        println!(
-            "| {name} | {} | {} | {reduction} | {:.2} s | {:.2} |",
-            human(stats.bytes_scanned),
-            human(stats.bytes_returned),
-            secs,
-            stats.bytes_scanned as f64 / secs / 1e9
-        );
-    }
-    println!(
-        "\nIn all: {} fetched without pushdown, {} with it ({:.1}× less over the network).",
-        human(fetched),
-        human(returned),
-        fetched as f64 / returned.max(1) as f64
+    let loaded = tpcds_cmd::load_data(&data, &endpoint).await?;
+    eprintln!(
+        "  {} parts loaded ({:.1} MB), {} already there, {:.0} s so far",
+        loaded.parts_written,
+        loaded.bytes_written as f64 / 1e6,
+        loaded.parts_skipped,
+        started.elapsed().as_secs_f64()
     );
-    ExitCode::SUCCESS
+    let link_rate = run::parse_rate(&args.link_bandwidth)?;
+    let options = RunOptions {
+        scale: args.sf,
+        modes: Mode::ALL.to_vec(),
+        queries: queries::parse_set(&args.queries)?,
+        iterations: 1,
+        concurrency: 8,
+        link_rate: Some(link_rate),
+        out: args.out.clone(),
+        partitions: None,
+        verbose: true,
+    };
+    eprintln!(
+        "running {} queries in fetch, pushdown and dynamic mode over a {} emulated link…",
+        options.queries.len(),
+        run::describe_rate(link_rate)
+    );
+    let summary = run::run(&endpoint, &options).await?;
+    drop(gateway);
+    tpcds_cmd::print_summary(&summary);
+    println!("\nreport and charts:");
+    tpcds_cmd::write_report(&args.out)?;
+    println!("\ndone in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
 }

@@ -3,6 +3,7 @@
 mod demo_cmd;
 mod gateway_cmd;
 mod select_cmd;
+mod tpcds_cmd;
 
 use std::process::ExitCode;
 
@@ -23,8 +24,11 @@ struct Cli {
 enum Command {
     /// Run an S3 Select query over a local file and print the result.
     Select(Box<select_cmd::SelectArgs>),
-    /// Generate TPC-DS store_sales and show what pushdown saves on Trino's scans.
+    /// The whole benchmark on this machine: a gateway, TPC-DS data, every mode, the report.
     Demo(demo_cmd::DemoArgs),
+    /// TPC-DS: generate and load data, run the queries fetched or pushed down, report.
+    #[command(subcommand)]
+    Tpcds(tpcds_cmd::TpcdsCommand),
     /// Serve an S3 endpoint over a local directory, with SelectObjectContent.
     Gateway(Box<gateway_cmd::GatewayArgs>),
 }
@@ -35,5 +39,6 @@ fn main() -> ExitCode {
         Command::Select(args) => select_cmd::run(*args),
         Command::Demo(args) => demo_cmd::run(args),
         Command::Gateway(args) => gateway_cmd::run(*args),
+        Command::Tpcds(command) => tpcds_cmd::run(command),
     }
 }

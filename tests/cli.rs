@@ -216,17 +216,22 @@ fn a_closed_stdout_ends_the_scan_quietly() {
 }
 
 #[test]
-fn demo_generates_store_sales_and_reports_every_scan() {
+fn demo_runs_gateway_load_queries_and_report_end_to_end() {
     let dir = std::env::temp_dir().join(format!("sift-demo-{}", std::process::id()));
+    let results = dir.join("results");
     let out = sift(
         &[
             "demo",
             "--sf",
             "0.01",
             "--data",
-            dir.to_str().unwrap(),
-            "--threads",
-            "2",
+            dir.join("store").to_str().unwrap(),
+            "--out",
+            results.to_str().unwrap(),
+            "--queries",
+            "3,96",
+            "--link-bandwidth",
+            "10Gbit",
         ],
         None,
     );
@@ -236,11 +241,18 @@ fn demo_generates_store_sales_and_reports_every_scan() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    // A header and one row per scan, each with a reduction factor.
-    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
-    assert_eq!(rows.len(), 1 + 5, "{text}");
-    assert!(rows[1..].iter().all(|r| r.contains('×')), "{text}");
-    assert!(text.contains("less over the network"), "{text}");
-    assert!(dir.join("store_sales_sf0.01.dat").exists());
+    assert!(text.contains("10 Gbit/s emulated link"), "{text}");
+    for mode in ["fetch", "pushdown", "dynamic"] {
+        assert!(
+            text.lines().any(|l| l.trim_start().starts_with(mode)),
+            "{mode} missing: {text}"
+        );
+    }
+    assert!(
+        text.contains("pushdown vs fetch: geomean speedup"),
+        "{text}"
+    );
+    assert!(text.contains("speedup-pushdown.svg"), "{text}");
+    assert!(results.join("report.md").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,6 +14,9 @@ pub struct Sweep {
 
 /// Two panels side by side: throughput, and p50/p99 latency, against clients (log scale).
 pub fn sweep_svg(s: &Sweep) -> String {
+    // Plotters lays text out with the registered font (the workspace builds it with
+    // ab_glyph for the TPC-DS report's PNGs); without one, labels would be dropped.
+    sift_tpcds::report::register_font();
     let mut svg = String::new();
     // Drawing into a String cannot fail for I/O reasons; a plotting error leaves a partial
     // chart, which is still worth looking at, so errors are only reported.

@@ -71,8 +71,13 @@ def test_compose_config(compose_configs, variant, store, upstream):
 
     tpcds = services["tpcds"]
     assert tpcds["image"] == sift["image"] and tpcds["build"] == sift["build"]
-    assert tpcds["command"] == ["tpcds", "run", "--endpoint", "http://sift:9000",
-                                "--scale", "1"]
+    # The one-shot client: a shell line of two sift commands, each with flags sift accepts
+    # (test_compose_tpcds_flags_are_the_binarys checks them against `sift tpcds ... --help`).
+    assert tpcds["entrypoint"] == ["/bin/sh", "-c"]
+    script = " ".join(tpcds["command"])
+    # `$$` is Compose's escape for a `$` the container's shell expands (normalised configs keep it).
+    assert "sift tpcds load --sf $${TPCDS_SF:-1} --endpoint http://sift:9000" in script
+    assert "sift tpcds run --sf $${TPCDS_SF:-1} --endpoint http://sift:9000" in script
     assert tpcds["depends_on"]["sift"]["condition"] == "service_healthy"
     assert tpcds["environment"]["AWS_ACCESS_KEY_ID"] == flag(cmd, "--access-key")
     assert tpcds["environment"]["AWS_SECRET_ACCESS_KEY"] == flag(cmd, "--secret-key")
@@ -103,6 +108,21 @@ def test_compose_gateway_flags_are_the_binarys(compose_configs):
     for variant, config in compose_configs.items():
         used = {a for a in config["services"]["sift"]["command"] if a.startswith("--")}
         assert used <= known, f"{variant}: sift gateway does not know {sorted(used - known)}"
+
+
+def test_compose_tpcds_flags_are_the_binarys(compose_configs):
+    """Every flag the compose files give `sift tpcds load` and `sift tpcds run` is one their
+    `--help` lists."""
+    for variant, config in compose_configs.items():
+        script = " ".join(config["services"]["tpcds"]["command"])
+        for step in script.split("&&"):
+            words = step.split()
+            assert words[:2] == ["sift", "tpcds"], f"{variant}: {step!r}"
+            help_text = subprocess.run([os.environ["SIFT_BIN"], *words[1:3], "--help"],
+                                       capture_output=True, text=True, timeout=30).stdout
+            known = set(re.findall(r"(--[a-z][a-z0-9-]*)", help_text))
+            used = {w for w in words if w.startswith("--")}
+            assert used <= known, f"{variant}: sift {words[2]} does not know {sorted(used - known)}"
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:

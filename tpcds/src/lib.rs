@@ -1,7 +1,20 @@
-//! Sift's TPC-DS client. So far: generating the 24 tables in dsdgen's flat-file format
-//! ([`data`]). Loading into S3 and running the queries on DataFusion come next.
+//! Sift's TPC-DS client: generating the 24 tables in dsdgen's flat-file format ([`data`],
+//! cut into parts by [`layout`]), loading them into any S3 endpoint ([`load`]), and running
+//! the 99 queries ([`queries`]) on DataFusion with table scans fetched or pushed down through
+//! S3 Select ([`scan`], [`pushdown`], [`run`]), then reporting ([`report`]).
 
 pub mod data;
+pub mod error;
+pub mod layout;
+pub mod load;
+pub mod net;
+pub mod pushdown;
+pub mod queries;
+pub mod report;
+pub mod run;
+pub mod s3;
+pub mod scan;
+pub mod schema;
 
 use sift_engine::{CsvInput, InputSerialization};
 

@@ -1,0 +1,287 @@
+//! `sift tpcds gen|load|run|report`: the TPC-DS pushdown benchmark from the command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use indicatif::MultiProgress;
+use sift_tpcds::data::Slice;
+use sift_tpcds::error::Result;
+use sift_tpcds::layout::{self, DEFAULT_PART_SIZE};
+use sift_tpcds::run::{self, RunOptions};
+use sift_tpcds::s3::EndpointArgs;
+use sift_tpcds::scan::Mode;
+use sift_tpcds::{load, queries, report};
+
+#[derive(Subcommand, Debug)]
+pub enum TpcdsCommand {
+    /// Generate the 24 tables as dsdgen flat files: DIR/<table>/part-NNNNN.dat.
+    Gen(GenArgs),
+    /// Generate the 24 tables straight into S3 objects PREFIX/sf<SF>/<table>/part-NNNNN.dat.
+    Load(LoadArgs),
+    /// Run TPC-DS queries with table scans fetched and/or pushed down through S3 Select.
+    Run(Box<RunArgs>),
+    /// Write report.md/.csv/.json and charts (SVG, PNG) for a run directory.
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DataArgs {
+    /// Scale factor: 0.01, 0.1, 1, 10, … (1 is about 1.2 GB of flat files).
+    #[arg(long, default_value_t = 1.0)]
+    pub sf: f64,
+    /// Target size of one part file, in MiB.
+    #[arg(long, default_value_t = DEFAULT_PART_SIZE >> 20)]
+    pub part_size_mib: u64,
+    /// Split the data set in N slices (for loading from several machines)...
+    #[arg(long, default_value_t = 1)]
+    pub parallel: u32,
+    /// ...and generate only slice K (1-based).
+    #[arg(long, default_value_t = 1)]
+    pub child: u32,
+    /// Parts generated at once (default: the number of cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+impl DataArgs {
+    fn plan(&self) -> Result<Vec<layout::Part>> {
+        Ok(layout::plan(
+            self.sf,
+            self.part_size_mib.max(1) << 20,
+            Slice {
+                child: self.child,
+                parallel: self.parallel,
+            },
+        )?)
+    }
+
+    fn jobs(&self) -> usize {
+        self.jobs.unwrap_or_else(cores)
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    /// Scale factor of the loaded data.
+    #[arg(long, default_value_t = 1.0)]
+    pub sf: f64,
+    /// fetch, pushdown, dynamic, or all (comma-separated lists allowed).
+    #[arg(long, default_value = "all")]
+    pub mode: String,
+    /// all, ceph72 (the Ceph/IBM benchmark's 72), or a list like 3,7,10-12.
+    #[arg(long, default_value = "ceph72")]
+    pub queries: String,
+    /// Runs per query and mode; the median time is reported.
+    #[arg(long, default_value_t = 1)]
+    pub iterations: usize,
+    /// S3 requests in flight per table scan.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Emulate a storage network of this rate (e.g. 1Gbit, 10Gbit, 500Mbit) by pacing the
+    /// bytes the client receives.
+    #[arg(long)]
+    pub link_bandwidth: Option<String>,
+    /// DataFusion partitions (default: the number of cores).
+    #[arg(long)]
+    pub partitions: Option<usize>,
+    /// Directory for results.json, summary.json and rows/.
+    #[arg(long, default_value = "tpcds-results")]
+    pub out: PathBuf,
+    /// Also write the report (Markdown, CSV, JSON, charts) when the run ends.
+    #[arg(long)]
+    pub report: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The --out directory of `sift tpcds run`.
+    pub dir: PathBuf,
+}
+
+pub fn parse_modes(text: &str) -> Result<Vec<Mode>, String> {
+    if text.trim() == "all" {
+        return Ok(Mode::ALL.to_vec());
+    }
+    let mut modes: Vec<Mode> = text
+        .split(',')
+        .map(|m| m.trim().parse())
+        .collect::<Result<_, _>>()?;
+    modes.sort();
+    modes.dedup();
+    Ok(modes)
+}
+
+pub fn run(command: TpcdsCommand) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match command {
+            TpcdsCommand::Gen(args) => gen(args).await,
+            TpcdsCommand::Load(args) => load(args).await,
+            TpcdsCommand::Run(args) => run_queries(*args).await,
+            TpcdsCommand::Report(args) => write_report(&args.dir),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn gen(args: GenArgs) -> Result<()> {
+    let parts = args.data.plan()?;
+    let progress = MultiProgress::new();
+    let (scale, jobs, out) = (args.data.sf, args.data.jobs(), args.out.clone());
+    let summary = tokio::task::spawn_blocking(move || {
+        load::generate_files(parts, scale, &out, jobs, &progress)
+    })
+    .await
+    .map_err(|e| sift_tpcds::error::Error::Invalid(format!("generator failed: {e}")))??;
+    eprintln!(
+        "wrote {} parts ({:.1} MB) to {}, {} already there",
+        summary.parts_written,
+        summary.bytes_written as f64 / 1e6,
+        args.out.display(),
+        summary.parts_skipped
+    );
+    Ok(())
+}
+
+/// `load`, callable from the demo with its own endpoint.
+pub async fn load_data(data: &DataArgs, endpoint: &EndpointArgs) -> Result<load::LoadSummary> {
+    let parts = data.plan()?;
+    let client = sift_tpcds::s3::client(endpoint, sift_tpcds::net::Link::unlimited()).await;
+    let progress = MultiProgress::new();
+    load::upload(
+        &client,
+        &endpoint.bucket,
+        &endpoint.prefix,
+        data.sf,
+        parts,
+        data.jobs(),
+        &progress,
+    )
+    .await
+}
+
+async fn load(args: LoadArgs) -> Result<()> {
+    let summary = load_data(&args.data, &args.endpoint).await?;
+    eprintln!(
+        "loaded {} parts ({:.1} MB) into s3://{}/{}, {} already there",
+        summary.parts_written,
+        summary.bytes_written as f64 / 1e6,
+        args.endpoint.bucket,
+        args.endpoint.prefix,
+        summary.parts_skipped
+    );
+    Ok(())
+}
+
+/// The options of `run` as the library takes them.
+pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
+    use sift_tpcds::error::Error;
+    Ok(RunOptions {
+        scale: args.sf,
+        modes: parse_modes(&args.mode).map_err(Error::Invalid)?,
+        queries: queries::parse_set(&args.queries)?,
+        iterations: args.iterations,
+        concurrency: args.concurrency,
+        link_rate: args
+            .link_bandwidth
+            .as_deref()
+            .map(run::parse_rate)
+            .transpose()?,
+        out: args.out.clone(),
+        partitions: args.partitions,
+        verbose: true,
+    })
+}
+
+async fn run_queries(args: RunArgs) -> Result<()> {
+    let options = run_options(&args)?;
+    let summary = run::run(&args.endpoint, &options).await?;
+    print_summary(&summary);
+    if args.report {
+        write_report(&args.out)?;
+    }
+    Ok(())
+}
+
+/// The summary table printed at the end of a run and of the demo.
+pub fn print_summary(summary: &run::Summary) {
+    println!(
+        "\nTPC-DS SF {} over {} ({}):",
+        summary.scale_factor, summary.endpoint, summary.link
+    );
+    println!(
+        "{:>9} {:>8} {:>10} {:>14} {:>14} {:>12}",
+        "mode", "queries", "time (s)", "received (MB)", "scanned (MB)", "gateway CPU"
+    );
+    for (mode, t) in &summary.modes {
+        println!(
+            "{:>9} {:>8} {:>10.2} {:>14.1} {:>14.1} {:>12}",
+            mode.name(),
+            t.queries,
+            t.seconds,
+            t.bytes_received as f64 / 1e6,
+            t.bytes_scanned as f64 / 1e6,
+            t.gateway_cpu_seconds
+                .map_or("–".to_string(), |c| format!("{c:.1} s"))
+        );
+    }
+    for (mode, c) in &summary.against_fetch {
+        println!(
+            "{} vs fetch: geomean speedup {:.2}x, max {:.2}x ({}), bytes received -{:.1}%",
+            mode.name(),
+            c.geomean_speedup,
+            c.max_speedup,
+            c.max_speedup_query,
+            c.bytes_reduction * 100.0
+        );
+    }
+}
+
+pub fn write_report(dir: &std::path::Path) -> Result<()> {
+    let written = report::report(dir)?;
+    for file in written.files {
+        println!("{}", file.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,663 @@
+//! `run`: the TPC-DS queries in each scan mode, timed, metered and checked against fetch.
+//!
+//! Modes run one after another, each over all the selected queries, so that the gateway's
+//! CPU time per mode can be read off its `/metrics` before and after. Within a mode the
+//! queries run one at a time, so the bytes the link counted during a query are that query's.
+//!
+//! Results are compared as multisets of rows: TPC-DS queries often ORDER BY fewer columns
+//! than they return, and DataFusion may break such ties differently when a plan's filters
+//! sit elsewhere, so row order is not part of the comparison. Decimals and integers are
+//! compared as printed (exactly); floating-point values (stddev, some ratios) are printed to
+//! 12 significant digits first, because parallel aggregation sums them in varying order.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::{Array, Float32Array, Float64Array};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::execution::context::SessionContext;
+use datafusion::prelude::SessionConfig;
+use md5::{Digest, Md5};
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::error::{Error, Result};
+use crate::load::list_keys;
+use crate::net::Link;
+use crate::queries;
+use crate::s3::{self, table_prefix, EndpointArgs};
+use crate::scan::{Mode, S3Table, Store};
+use crate::schema::SCHEMAS;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub scale: f64,
+    pub modes: Vec<Mode>,
+    pub queries: Vec<u32>,
+    pub iterations: usize,
+    /// S3 requests in flight per table scan.
+    pub concurrency: usize,
+    /// Emulated link rate in bytes per second.
+    pub link_rate: Option<f64>,
+    pub out: PathBuf,
+    /// DataFusion partitions (default: the number of cores).
+    pub partitions: Option<usize>,
+    /// Print a line per query as it finishes.
+    pub verbose: bool,
+}
+
+/// One query in one mode (`results.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryResult {
+    pub query: String,
+    pub mode: Mode,
+    /// Median wall time over the iterations.
+    pub seconds: f64,
+    /// Bytes received by the client over HTTP, headers included.
+    pub bytes_received: u64,
+    /// Object bytes the store read (GET bodies, or S3 Select's BytesScanned).
+    pub bytes_scanned: u64,
+    pub rows: u64,
+    pub checksum: String,
+    /// The error a statement failed with, recorded as its result (e.g. q90 divides by zero
+    /// at small scale factors): every mode must fail the same way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Totals of one mode (`summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeTotals {
+    pub queries: usize,
+    pub seconds: f64,
+    pub bytes_received: u64,
+    pub bytes_scanned: u64,
+    /// CPU seconds the gateway spent during this mode, if it publishes `/metrics`.
+    pub gateway_cpu_seconds: Option<f64>,
+}
+
+/// A mode against fetch (`summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub geomean_speedup: f64,
+    pub max_speedup: f64,
+    pub max_speedup_query: String,
+    pub min_speedup: f64,
+    /// 1 - bytes received in this mode / bytes received in fetch mode.
+    pub bytes_reduction: f64,
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub scale_factor: f64,
+    pub endpoint: String,
+    /// E.g. "1 Gbit/s emulated link", or "no link limit".
+    pub link: String,
+    pub iterations: usize,
+    pub modes: BTreeMap<Mode, ModeTotals>,
+    pub against_fetch: BTreeMap<Mode, Comparison>,
+    /// Statements that returned no rows at this scale (in fetch mode, or the first mode).
+    pub empty_statements: Vec<String>,
+    /// Statements that failed (in the first mode), with their error.
+    pub failed_statements: Vec<String>,
+}
+
+/// Rows of one statement as text, and their order-independent checksum.
+struct StatementRows {
+    lines: Vec<String>,
+}
+
+impl StatementRows {
+    fn digest(&self) -> [u8; 16] {
+        let mut sorted: Vec<&String> = self.lines.iter().collect();
+        sorted.sort();
+        let mut md5 = Md5::new();
+        for line in sorted {
+            md5.update(line.as_bytes());
+            md5.update(b"\n");
+        }
+        md5.finalize().into()
+    }
+}
+
+/// Formats a rate like `1 Gbit/s` from bytes per second.
+pub fn describe_rate(bytes_per_second: f64) -> String {
+    let bits = bytes_per_second * 8.0;
+    let (value, unit) = if bits >= 1e9 {
+        (bits / 1e9, "Gbit/s")
+    } else if bits >= 1e6 {
+        (bits / 1e6, "Mbit/s")
+    } else {
+        (bits / 1e3, "kbit/s")
+    };
+    format!("{} {unit}", (value * 100.0).round() / 100.0)
+}
+
+/// Parses a link rate: `1Gbit`, `500Mbit`, `10Gbit/s`, `125MB` (bytes), a bare number of bits.
+pub fn parse_rate(text: &str) -> Result<f64> {
+    let t = text.trim().trim_end_matches("/s").trim_end_matches("ps");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().map_err(|_| {
+        Error::Invalid(format!(
+            "bad link rate {text:?}: expected e.g. 1Gbit or 500Mbit"
+        ))
+    })?;
+    let bits = match unit.trim() {
+        "" | "bit" | "b" => value,
+        "k" | "kbit" | "Kbit" | "kb" => value * 1e3,
+        "M" | "Mbit" | "mbit" | "Mb" => value * 1e6,
+        "G" | "Gbit" | "gbit" | "Gb" => value * 1e9,
+        "KB" | "kB" => value * 8e3,
+        "MB" => value * 8e6,
+        "GB" => value * 8e9,
+        other => {
+            return Err(Error::Invalid(format!(
+                "bad link rate unit {other:?} in {text:?}: use bit, kbit, Mbit, Gbit, KB, MB or GB"
+            )))
+        }
+    };
+    if !(bits.is_finite() && bits > 0.0) {
+        return Err(Error::Invalid(format!(
+            "link rate must be positive, got {text:?}"
+        )));
+    }
+    Ok(bits / 8.0)
+}
+
+/// Runs the queries and writes `results.json`, `summary.json` and `rows/`.
+pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summary> {
+    let link = match options.link_rate {
+        Some(rate) => Link::paced(rate),
+        None => Link::unlimited(),
+    };
+    let client = s3::client(endpoint, Arc::clone(&link)).await;
+    let store = Arc::new(Store::new(
+        client.clone(),
+        endpoint.bucket.clone(),
+        options.concurrency,
+    ));
+    let tables = discover(&store, &endpoint.prefix, options.scale).await?;
+    std::fs::create_dir_all(&options.out)?;
+
+    let mut results: Vec<QueryResult> = Vec::new();
+    let mut modes = BTreeMap::new();
+    let mut reference: BTreeMap<String, (String, Vec<u64>)> = BTreeMap::new();
+    let mut mismatches = Vec::new();
+    let mut empty_statements = Vec::new();
+    let mut failed_statements = Vec::new();
+    for (mode_index, &mode) in options.modes.iter().enumerate() {
+        let ctx = session(&store, &tables, mode, options.partitions)?;
+        let rows_dir = options.out.join("rows").join(mode.name());
+        std::fs::create_dir_all(&rows_dir)?;
+        let cpu_before = gateway_cpu_seconds(&endpoint.endpoint).await;
+        let mut totals = ModeTotals {
+            queries: 0,
+            seconds: 0.0,
+            bytes_received: 0,
+            bytes_scanned: 0,
+            gateway_cpu_seconds: None,
+        };
+        for &n in &options.queries {
+            let sql = queries::query(n).ok_or_else(|| Error::Invalid(format!("no query {n}")))?;
+            let statements = queries::statements(sql);
+            let mut times = Vec::new();
+            let mut last = None;
+            for _ in 0..options.iterations.max(1) {
+                let (received0, scanned0) = (link.received(), store.scanned());
+                let started = Instant::now();
+                let mut outputs = Vec::new();
+                for statement in &statements {
+                    outputs.push(run_statement(&ctx, statement, n).await);
+                }
+                times.push(started.elapsed().as_secs_f64());
+                last = Some((
+                    outputs,
+                    link.received() - received0,
+                    store.scanned() - scanned0,
+                ));
+            }
+            let Some((outputs, bytes_received, bytes_scanned)) = last else {
+                continue;
+            };
+            let texts: Vec<StatementRows> = outputs
+                .iter()
+                .map(|output| match output {
+                    Ok(batches) => rows_text(batches),
+                    Err(e) => StatementRows {
+                        lines: vec![format!("ERROR: {e}")],
+                    },
+                })
+                .collect();
+            let errors: Vec<String> = outputs
+                .iter()
+                .filter_map(|o| o.as_ref().err().cloned())
+                .collect();
+            let mut md5 = Md5::new();
+            let mut per_statement_rows = Vec::new();
+            for (i, text) in texts.iter().enumerate() {
+                md5.update(text.digest());
+                per_statement_rows.push(text.lines.len() as u64);
+                let name = if texts.len() == 1 {
+                    format!("q{n}.txt")
+                } else {
+                    format!("q{n}_{}.txt", i + 1)
+                };
+                write_rows(&rows_dir.join(&name), &text.lines)?;
+                let statement = name.trim_end_matches(".txt").to_string();
+                if mode_index == 0 {
+                    match &outputs[i] {
+                        Err(e) => failed_statements.push(format!("{statement}: {e}")),
+                        Ok(_) if text.lines.is_empty() => empty_statements.push(statement),
+                        Ok(_) => {}
+                    }
+                }
+            }
+            let checksum = hex(&md5.finalize());
+            let result = QueryResult {
+                query: format!("q{n}"),
+                mode,
+                seconds: median(&mut times),
+                bytes_received,
+                bytes_scanned,
+                rows: per_statement_rows.iter().sum(),
+                checksum: checksum.clone(),
+                error: (!errors.is_empty()).then(|| errors.join("; ")),
+            };
+            match reference.get(&result.query) {
+                None => {
+                    reference.insert(result.query.clone(), (checksum, per_statement_rows));
+                }
+                Some((expected, expected_rows)) if *expected != checksum => {
+                    mismatches.push(format!(
+                        "{} in {mode} mode: checksum {checksum} ({per_statement_rows:?} rows) \
+                         differs from {} mode's {expected} ({expected_rows:?} rows)",
+                        result.query, options.modes[0]
+                    ));
+                }
+                Some(_) => {}
+            }
+            if options.verbose {
+                eprintln!(
+                    "{mode:>8} {:>4} {:>8.3} s {:>14} B received {:>14} B scanned {:>7} rows",
+                    result.query,
+                    result.seconds,
+                    result.bytes_received,
+                    result.bytes_scanned,
+                    result.rows
+                );
+            }
+            totals.queries += 1;
+            totals.seconds += result.seconds;
+            totals.bytes_received += result.bytes_received;
+            totals.bytes_scanned += result.bytes_scanned;
+            results.push(result);
+        }
+        let cpu_after = gateway_cpu_seconds(&endpoint.endpoint).await;
+        totals.gateway_cpu_seconds = cpu_before.zip(cpu_after).map(|(a, b)| b - a);
+        modes.insert(mode, totals);
+    }
+
+    let summary = Summary {
+        scale_factor: options.scale,
+        endpoint: endpoint.endpoint.clone(),
+        link: match options.link_rate {
+            Some(rate) => format!("{} emulated link", describe_rate(rate)),
+            None => "no link limit".to_string(),
+        },
+        iterations: options.iterations.max(1),
+        against_fetch: compare_modes(&results),
+        modes,
+        empty_statements,
+        failed_statements,
+    };
+    write_json(&options.out.join("results.json"), &results)?;
+    write_json(&options.out.join("summary.json"), &summary)?;
+    if !mismatches.is_empty() {
+        return Err(Error::Mismatch(format!(
+            "{} result(s) differ between modes (rows in {}):\n  {}",
+            mismatches.len(),
+            options.out.join("rows").display(),
+            mismatches.join("\n  ")
+        )));
+    }
+    Ok(summary)
+}
+
+/// Per-table part objects and sampled line length, read once before any query is timed.
+struct TableData {
+    schema: &'static crate::schema::TableSchema,
+    objects: Vec<(String, u64)>,
+    line_bytes: f64,
+}
+
+async fn discover(store: &Store, prefix: &str, scale: f64) -> Result<Vec<TableData>> {
+    let mut tables = Vec::new();
+    for schema in SCHEMAS.iter() {
+        let table_prefix = table_prefix(prefix, scale, schema.name);
+        let mut objects: Vec<(String, u64)> =
+            list_keys(&store.client, &store.bucket, &table_prefix)
+                .await?
+                .into_iter()
+                .filter(|(key, _)| key.ends_with(".dat"))
+                .collect();
+        objects.sort();
+        if objects.is_empty() {
+            return Err(Error::Invalid(format!(
+                "no data for table {} at s3://{}/{table_prefix}: run `sift tpcds load --sf {scale}` first",
+                schema.name, store.bucket
+            )));
+        }
+        let line_bytes = sample_line_bytes(store, &objects[0]).await?;
+        tables.push(TableData {
+            schema,
+            objects,
+            line_bytes,
+        });
+    }
+    Ok(tables)
+}
+
+async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result<f64> {
+    if *size == 0 {
+        return Ok(100.0);
+    }
+    let end = (*size).min(64 << 10) - 1;
+    let response = store
+        .client
+        .get_object()
+        .bucket(&store.bucket)
+        .key(key)
+        .range(format!("bytes=0-{end}"))
+        .send()
+        .await
+        .map_err(|e| Error::s3("GetObject", key, e))?;
+    let body = response
+        .body
+        .collect()
+        .await
+        .map_err(|e| Error::body("GetObject", key, e))?
+        .into_bytes();
+    let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
+    Ok(body.len() as f64 / lines as f64)
+}
+
+fn session(
+    store: &Arc<Store>,
+    tables: &[TableData],
+    mode: Mode,
+    partitions: Option<usize>,
+) -> Result<SessionContext> {
+    let partitions = partitions.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let mut config = SessionConfig::new()
+        .with_target_partitions(partitions)
+        .with_information_schema(false);
+    // Only hash joins' dynamic filters are final before their consumer runs (the join builds
+    // first, then probes). A TopK's or an aggregate's filter tightens while the scan it
+    // prunes is still being read, so a scan that waited for it to be complete would wait
+    // for itself; they are off in every mode, so the modes keep identical plans.
+    let optimizer = &mut config.options_mut().optimizer;
+    optimizer.enable_topk_dynamic_filter_pushdown = false;
+    optimizer.enable_aggregate_dynamic_filter_pushdown = false;
+    let ctx = SessionContext::new_with_config(config);
+    for table in tables {
+        let provider = S3Table::new(
+            table.schema,
+            table.objects.clone(),
+            table.line_bytes,
+            Arc::clone(store),
+            mode,
+        );
+        ctx.register_table(table.schema.name, Arc::new(provider))?;
+    }
+    Ok(ctx)
+}
+
+/// Runs one statement; a failure is the statement's result, reported as text.
+async fn run_statement(
+    ctx: &SessionContext,
+    sql: &str,
+    n: u32,
+) -> std::result::Result<Vec<RecordBatch>, String> {
+    let frame = ctx
+        .sql(sql)
+        .await
+        .map_err(|e| format!("q{n}: planning failed: {}", first_line(&e.to_string())))?;
+    frame
+        .collect()
+        .await
+        .map_err(|e| format!("q{n}: execution failed: {}", first_line(&e.to_string())))
+}
+
+/// DataFusion appends a backtrace to some errors; the first line is the error.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text).trim()
+}
+
+/// Rows as `|`-separated text, NULL as empty, floats to 12 significant digits.
+fn rows_text(batches: &[RecordBatch]) -> StatementRows {
+    let options = FormatOptions::default().with_null("");
+    let mut lines = Vec::new();
+    for batch in batches {
+        let columns: Vec<Column> = batch
+            .columns()
+            .iter()
+            .map(|array| Column::new(array.as_ref(), &options))
+            .collect();
+        for row in 0..batch.num_rows() {
+            let mut line = String::new();
+            for (i, column) in columns.iter().enumerate() {
+                if i > 0 {
+                    line.push('|');
+                }
+                column.write(row, &mut line);
+            }
+            lines.push(line);
+        }
+    }
+    StatementRows { lines }
+}
+
+enum Column<'a> {
+    Float(Vec<Option<f64>>),
+    Other(Option<ArrayFormatter<'a>>),
+}
+
+impl<'a> Column<'a> {
+    fn new(array: &'a dyn Array, options: &'a FormatOptions<'a>) -> Column<'a> {
+        match array.data_type() {
+            DataType::Float64 => {
+                let values = array.as_any().downcast_ref::<Float64Array>();
+                Column::Float(values.map(|v| v.iter().collect()).unwrap_or_default())
+            }
+            DataType::Float32 => {
+                let values = array.as_any().downcast_ref::<Float32Array>();
+                Column::Float(
+                    values
+                        .map(|v| v.iter().map(|x| x.map(f64::from)).collect())
+                        .unwrap_or_default(),
+                )
+            }
+            _ => Column::Other(ArrayFormatter::try_new(array, options).ok()),
+        }
+    }
+
+    fn write(&self, row: usize, out: &mut String) {
+        use std::fmt::Write;
+        match self {
+            Column::Float(values) => {
+                if let Some(Some(v)) = values.get(row) {
+                    // Round to 12 significant digits, then print the shortest form.
+                    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(*v);
+                    let _ = write!(out, "{rounded}");
+                }
+            }
+            Column::Other(Some(formatter)) => {
+                let _ = write!(out, "{}", formatter.value(row));
+            }
+            Column::Other(None) => out.push('?'),
+        }
+    }
+}
+
+fn write_rows(path: &Path, lines: &[String]) -> Result<()> {
+    let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// Speedups of every non-fetch mode over fetch, per query and overall.
+pub fn compare_modes(results: &[QueryResult]) -> BTreeMap<Mode, Comparison> {
+    let fetch: BTreeMap<&str, &QueryResult> = results
+        .iter()
+        .filter(|r| r.mode == Mode::Fetch)
+        .map(|r| (r.query.as_str(), r))
+        .collect();
+    let mut out = BTreeMap::new();
+    for mode in [Mode::Pushdown, Mode::Dynamic] {
+        let mut log_sum = 0.0;
+        let mut count = 0;
+        let mut max = (f64::MIN, String::new());
+        let mut min = f64::MAX;
+        let (mut bytes, mut fetch_bytes) = (0u64, 0u64);
+        for r in results.iter().filter(|r| r.mode == mode) {
+            let Some(base) = fetch.get(r.query.as_str()) else {
+                continue;
+            };
+            let speedup = base.seconds / r.seconds.max(1e-9);
+            log_sum += speedup.ln();
+            count += 1;
+            if speedup > max.0 {
+                max = (speedup, r.query.clone());
+            }
+            min = min.min(speedup);
+            bytes += r.bytes_received;
+            fetch_bytes += base.bytes_received;
+        }
+        if count > 0 {
+            out.insert(
+                mode,
+                Comparison {
+                    geomean_speedup: (log_sum / count as f64).exp(),
+                    max_speedup: max.0,
+                    max_speedup_query: max.1,
+                    min_speedup: min,
+                    bytes_reduction: 1.0 - bytes as f64 / fetch_bytes.max(1) as f64,
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The gateway's `process_cpu_seconds_total` from `ENDPOINT/metrics`, if it has one.
+async fn gateway_cpu_seconds(endpoint: &str) -> Option<f64> {
+    let authority = endpoint
+        .strip_prefix("http://")?
+        .split('/')
+        .next()?
+        .to_string();
+    let fetch = async {
+        let mut stream = tokio::net::TcpStream::connect(&authority).await.ok()?;
+        let request =
+            format!("GET /metrics HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.ok()?;
+        response
+            .lines()
+            .find_map(|l| l.strip_prefix("process_cpu_seconds_total "))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(5), fetch)
+        .await
+        .ok()
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("1Gbit").unwrap(), 125e6);
+        assert_eq!(parse_rate("500Mbit/s").unwrap(), 62.5e6);
+        assert_eq!(parse_rate("125MB").unwrap(), 125e6);
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("0Gbit").is_err());
+        assert_eq!(describe_rate(125e6), "1 Gbit/s");
+    }
+
+    #[test]
+    fn speedups_against_fetch() {
+        let r = |query: &str, mode, seconds, bytes| QueryResult {
+            query: query.into(),
+            mode,
+            seconds,
+            bytes_received: bytes,
+            bytes_scanned: 0,
+            rows: 0,
+            checksum: String::new(),
+            error: None,
+        };
+        let results = vec![
+            r("q1", Mode::Fetch, 4.0, 1000),
+            r("q2", Mode::Fetch, 1.0, 1000),
+            r("q1", Mode::Pushdown, 1.0, 100),
+            r("q2", Mode::Pushdown, 1.0, 100),
+        ];
+        let c = &compare_modes(&results)[&Mode::Pushdown];
+        assert!((c.geomean_speedup - 2.0).abs() < 1e-9);
+        assert_eq!(c.max_speedup, 4.0);
+        assert_eq!(c.max_speedup_query, "q1");
+        assert!((c.bytes_reduction - 0.9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn checksums_ignore_row_order() {
+        let a = StatementRows {
+            lines: vec!["1|x".into(), "2|y".into()],
+        };
+        let b = StatementRows {
+            lines: vec!["2|y".into(), "1|x".into()],
+        };
+        assert_eq!(a.digest(), b.digest());
+    }
+}

@@ -1,0 +1,745 @@
+//! A TPC-DS table in S3 as a DataFusion table, scanned one of three ways ([`Mode`]).
+//!
+//! The table is the list of its part objects. A scan is a list of HTTP requests per
+//! DataFusion partition; each partition runs its requests with a few in flight and in order,
+//! and feeds the bodies, which are CSV text either way, through Arrow's push-based CSV decoder:
+//!
+//! * **fetch**: ranged GetObjects of whole parts; the client parses every column's text and
+//!   DataFusion filters, as Trino without pushdown does.
+//! * **pushdown**: one SelectObjectContent per ScanRange split of a part, asking only for the
+//!   columns the plan needs and the rows that pass every filter [`crate::pushdown`] can
+//!   express exactly; filters it cannot express stay with DataFusion (and are declared so).
+//! * **dynamic**: pushdown plus the filters DataFusion's hash joins derive from their build
+//!   side while the query runs (min/max of the join keys, or the key list when small). The
+//!   probe-side scan waits for them before sending its first request, so a fact-table scan
+//!   asks only for rows that can find a join partner.
+//!
+//! Object bytes read by the store (GET bodies, or S3 Select's `BytesScanned`) are counted in
+//! [`Store::scanned`]; bytes on the wire are counted by [`crate::net::Link`].
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_s3::types::{
+    CompressionType, CsvInput, CsvOutput, ExpressionType, FileHeaderInfo, InputSerialization,
+    OutputSerialization, ScanRange, SelectObjectContentEventStream,
+};
+use aws_sdk_s3::Client;
+use bytes::{Buf, Bytes, BytesMut};
+use datafusion::arrow::csv::reader::Decoder;
+use datafusion::arrow::csv::ReaderBuilder;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::Session;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result as DfResult, Statistics};
+use datafusion::config::ConfigOptions;
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{
+    Boundedness, EmissionType, ReplaceChildrenOptions,
+};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    apply_expression_roots, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
+    PlanProperties, SendableRecordBatchStream, StatisticsArgs,
+};
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+
+use crate::error::Error;
+use crate::pushdown::{self, Pred};
+use crate::schema::{ColumnType, TableSchema};
+
+/// Rows per Arrow batch the scan emits (DataFusion's default batch size).
+const BATCH_ROWS: usize = 8192;
+
+/// How table scans reach the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Fetch,
+    Pushdown,
+    Dynamic,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Fetch, Mode::Pushdown, Mode::Dynamic];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fetch => "fetch",
+            Mode::Pushdown => "pushdown",
+            Mode::Dynamic => "dynamic",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mode {s:?}; expected fetch, pushdown or dynamic"))
+    }
+}
+
+/// What every table of a run shares: the S3 client, the bucket and the scan counters.
+#[derive(Debug)]
+pub struct Store {
+    pub client: Client,
+    pub bucket: String,
+    /// Requests in flight per scan.
+    pub concurrency: usize,
+    /// Bytes per ranged GET in fetch mode.
+    pub fetch_chunk: u64,
+    /// Bytes per ScanRange in the pushdown modes.
+    pub split_size: u64,
+    scanned: AtomicU64,
+}
+
+impl Store {
+    pub fn new(client: Client, bucket: String, concurrency: usize) -> Store {
+        Store {
+            client,
+            bucket,
+            concurrency: concurrency.max(1),
+            fetch_chunk: 8 << 20,
+            split_size: 32 << 20,
+            scanned: AtomicU64::new(0),
+        }
+    }
+
+    /// Object bytes the store has read for this client so far.
+    pub fn scanned(&self) -> u64 {
+        self.scanned.load(Ordering::Relaxed)
+    }
+}
+
+/// One TPC-DS table: its schema and part objects.
+#[derive(Debug)]
+pub struct S3Table {
+    name: &'static str,
+    schema: SchemaRef,
+    /// The schema of the files: the table's columns and the empty field after the trailing
+    /// `|` of every dsdgen line.
+    file_schema: SchemaRef,
+    objects: Vec<(String, u64)>,
+    /// Estimated rows (from the sampled line length), for DataFusion's join ordering.
+    estimated_rows: usize,
+    store: Arc<Store>,
+    mode: Mode,
+}
+
+/// The Arrow type a TPC-DS column is read as.
+fn arrow_type(ty: ColumnType) -> DataType {
+    match ty {
+        ColumnType::Integer => DataType::Int32,
+        ColumnType::Decimal(p, s) => DataType::Decimal128(p, s),
+        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Time => DataType::Utf8,
+        ColumnType::Date => DataType::Date32,
+    }
+}
+
+/// The table's Arrow schema: TPC-DS types, every column nullable (empty field = NULL).
+pub fn arrow_schema(table: &TableSchema) -> Schema {
+    Schema::new(
+        table
+            .columns
+            .iter()
+            .map(|(name, ty)| Field::new(*name, arrow_type(*ty), true))
+            .collect::<Vec<_>>(),
+    )
+}
+
+impl S3Table {
+    /// A table over `objects` (key, size), whose average line is `line_bytes` long.
+    pub fn new(
+        table: &'static TableSchema,
+        objects: Vec<(String, u64)>,
+        line_bytes: f64,
+        store: Arc<Store>,
+        mode: Mode,
+    ) -> S3Table {
+        let schema = arrow_schema(table);
+        let mut file_fields: Vec<Field> =
+            schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        file_fields.push(Field::new("__trailing", DataType::Utf8, true));
+        let bytes: u64 = objects.iter().map(|(_, size)| size).sum();
+        S3Table {
+            name: table.name,
+            schema: Arc::new(schema),
+            file_schema: Arc::new(Schema::new(file_fields)),
+            objects,
+            estimated_rows: (bytes as f64 / line_bytes.max(1.0)) as usize,
+            store,
+            mode,
+        }
+    }
+
+    fn total_bytes(&self) -> u64 {
+        self.objects.iter().map(|(_, size)| size).sum()
+    }
+}
+
+#[async_trait]
+impl TableProvider for S3Table {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> DfResult<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|expr| {
+                let exact = self.mode != Mode::Fetch
+                    && pushdown::from_logical(expr, &self.schema)
+                        .and_then(|p| p.to_sql())
+                        .is_some();
+                if exact {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let projection: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        let output_schema = Arc::new(self.schema.project(&projection)?);
+        let static_filter = if self.mode == Mode::Fetch {
+            None
+        } else {
+            let preds: Vec<Pred> = filters
+                .iter()
+                .map(|f| {
+                    pushdown::from_logical(f, &self.schema).ok_or_else(|| {
+                        DataFusionError::Internal(format!(
+                            "filter {f} was accepted for pushdown but does not translate"
+                        ))
+                    })
+                })
+                .collect::<DfResult<_>>()?;
+            (!preds.is_empty()).then_some(Pred::And(preds))
+        };
+        let target = state.config_options().execution.target_partitions.max(1);
+        let partitions = self.plan_requests(target);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&output_schema)),
+            Partitioning::UnknownPartitioning(partitions.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Arc::new(ScanExec {
+            table: self.name,
+            mode: self.mode,
+            store: Arc::clone(&self.store),
+            schema: Arc::clone(&self.schema),
+            file_schema: Arc::clone(&self.file_schema),
+            projection,
+            output_schema,
+            static_filter,
+            dynamic_filters: Vec::new(),
+            partitions,
+            estimated_rows: self.estimated_rows,
+            total_bytes: self.total_bytes(),
+            properties: Arc::new(properties),
+        }))
+    }
+}
+
+/// One HTTP request of a scan.
+#[derive(Debug, Clone)]
+enum Request {
+    /// A ranged GET of `key`, `start..end`.
+    Get { key: String, start: u64, end: u64 },
+    /// An S3 Select of the records that start in `start..end` of `key`.
+    Select { key: String, start: u64, end: u64 },
+}
+
+impl S3Table {
+    /// Splits the table's objects into requests and deals them to at most `target`
+    /// partitions, keeping each object's requests together and in order.
+    fn plan_requests(&self, target: usize) -> Vec<Vec<Request>> {
+        let step = match self.mode {
+            Mode::Fetch => self.store.fetch_chunk,
+            Mode::Pushdown | Mode::Dynamic => self.store.split_size,
+        }
+        .max(1);
+        let mut units: Vec<Vec<Request>> = Vec::new();
+        for (key, size) in &self.objects {
+            let mut requests = Vec::new();
+            let mut start = 0;
+            while start < *size {
+                let end = (start + step).min(*size);
+                requests.push(match self.mode {
+                    Mode::Fetch => Request::Get {
+                        key: key.clone(),
+                        start,
+                        end,
+                    },
+                    _ => Request::Select {
+                        key: key.clone(),
+                        start,
+                        end,
+                    },
+                });
+                start = end;
+            }
+            match self.mode {
+                // A GET chunk is not a whole record, so a part's chunks stay in one partition.
+                Mode::Fetch => units.push(requests),
+                // A select split is, so splits can be dealt out on their own.
+                _ => units.extend(requests.into_iter().map(|r| vec![r])),
+            }
+        }
+        let n = units.len().clamp(1, target);
+        let mut partitions = vec![Vec::new(); n];
+        for (i, unit) in units.into_iter().enumerate() {
+            partitions[i % n].extend(unit);
+        }
+        partitions
+    }
+}
+
+/// The physical scan of one table.
+#[derive(Debug)]
+pub struct ScanExec {
+    table: &'static str,
+    mode: Mode,
+    store: Arc<Store>,
+    schema: SchemaRef,
+    file_schema: SchemaRef,
+    /// Table columns the scan outputs, in output order.
+    projection: Vec<usize>,
+    output_schema: SchemaRef,
+    static_filter: Option<Pred>,
+    dynamic_filters: Vec<Arc<dyn PhysicalExpr>>,
+    partitions: Vec<Vec<Request>>,
+    estimated_rows: usize,
+    total_bytes: u64,
+    properties: Arc<PlanProperties>,
+}
+
+impl ScanExec {
+    /// The SELECT list: the projected fields, or a constant when no column is needed (as
+    /// Trino's `SELECT ' '` for count(*)).
+    fn select_list(&self) -> String {
+        if self.projection.is_empty() {
+            "' '".to_string()
+        } else {
+            self.projection
+                .iter()
+                .map(|&i| pushdown::field(i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+
+    /// The WHERE condition once the dynamic filters are final.
+    async fn where_clause(
+        static_filter: Option<Pred>,
+        dynamic: Vec<Arc<dyn PhysicalExpr>>,
+        projection: Vec<usize>,
+        schema: SchemaRef,
+    ) -> Option<String> {
+        let mut preds: Vec<Pred> = static_filter.into_iter().collect();
+        for expr in dynamic {
+            if let Some(dynamic) = expr.downcast_ref::<DynamicFilterPhysicalExpr>() {
+                // The join completes its filter when its build side is done, which is before
+                // it polls this (probe) side; the timeout only guards against a join that
+                // never completes it, in which case the scan runs without it.
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(120), dynamic.wait_complete()).await;
+            }
+            if let Some(pred) = pushdown::from_physical(&expr, &projection, &schema) {
+                preds.push(pred);
+            }
+        }
+        if preds.is_empty() {
+            None
+        } else {
+            Pred::And(preds).to_sql()
+        }
+    }
+}
+
+impl DisplayAs for ScanExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "S3ScanExec: table={}, mode={}, columns=[{}]",
+            self.table,
+            self.mode,
+            self.select_list()
+        )?;
+        if let Some(sql) = self.static_filter.as_ref().and_then(Pred::to_sql) {
+            write!(f, ", where={sql}")?;
+        }
+        if !self.dynamic_filters.is_empty() {
+            write!(f, ", dynamic_filters={}", self.dynamic_filters.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for ScanExec {
+    fn name(&self) -> &'static str {
+        "S3ScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> DfResult<TreeNodeRecursion>,
+    ) -> DfResult<TreeNodeRecursion> {
+        // Listing the dynamic filters is what tells a hash join that a scan consumes its
+        // filter, so that it computes one at all.
+        apply_expression_roots(self.dynamic_filters.iter(), f)
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+        _options: ReplaceChildrenOptions,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> DfResult<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let offered: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result
+            .parent_filters
+            .into_iter()
+            .map(|f| f.filter)
+            .collect();
+        // Every offered filter is reported unsupported: the static ones were already taken
+        // exactly at planning time, and a dynamic one only prunes (its join still checks).
+        let mut result = FilterPushdownPropagation::with_parent_pushdown_result(vec![
+            PushedDown::No;
+            offered.len()
+        ]);
+        if self.mode == Mode::Dynamic && phase == FilterPushdownPhase::Post {
+            let dynamic: Vec<Arc<dyn PhysicalExpr>> = offered
+                .into_iter()
+                .filter(|f| f.is::<DynamicFilterPhysicalExpr>())
+                .collect();
+            if !dynamic.is_empty() {
+                let mut updated = ScanExec {
+                    table: self.table,
+                    mode: self.mode,
+                    store: Arc::clone(&self.store),
+                    schema: Arc::clone(&self.schema),
+                    file_schema: Arc::clone(&self.file_schema),
+                    projection: self.projection.clone(),
+                    output_schema: Arc::clone(&self.output_schema),
+                    static_filter: self.static_filter.clone(),
+                    dynamic_filters: self.dynamic_filters.clone(),
+                    partitions: self.partitions.clone(),
+                    estimated_rows: self.estimated_rows,
+                    total_bytes: self.total_bytes,
+                    properties: Arc::clone(&self.properties),
+                };
+                updated.dynamic_filters.extend(dynamic);
+                result = result.with_updated_node(Arc::new(updated) as Arc<dyn ExecutionPlan>);
+            }
+        }
+        Ok(result)
+    }
+
+    fn statistics_from_inputs(
+        &self,
+        _input_stats: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> DfResult<Arc<Statistics>> {
+        // The same estimate in every mode, so that the three modes get the same join order
+        // and the comparison is of scans, not of plans.
+        let share = match args.partition() {
+            Some(_) => self.partitions.len().max(1),
+            None => 1,
+        };
+        let columns = self.projection.len().max(1) as f64 / self.schema.fields().len() as f64;
+        let mut stats = Statistics::new_unknown(&self.output_schema);
+        stats.num_rows = Precision::Inexact(self.estimated_rows / share);
+        stats.total_byte_size =
+            Precision::Inexact((self.total_bytes as f64 * columns) as usize / share);
+        Ok(Arc::new(stats))
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> DfResult<SendableRecordBatchStream> {
+        let requests = self.partitions.get(partition).cloned().unwrap_or_default();
+        let store = Arc::clone(&self.store);
+        let in_flight = (store.concurrency / self.partitions.len().max(1)).max(1);
+        let decoder = match self.mode {
+            Mode::Fetch => ReaderBuilder::new(Arc::clone(&self.file_schema))
+                .with_delimiter(b'|')
+                .with_header(false)
+                .with_batch_size(BATCH_ROWS)
+                .with_projection(self.projection.clone())
+                .build_decoder(),
+            Mode::Pushdown | Mode::Dynamic => {
+                let schema = if self.projection.is_empty() {
+                    // One field (the `' '`) per line, no column kept.
+                    Arc::new(Schema::new(vec![Field::new("_", DataType::Utf8, true)]))
+                } else {
+                    Arc::clone(&self.output_schema)
+                };
+                let projection = if self.projection.is_empty() {
+                    vec![]
+                } else {
+                    (0..self.projection.len()).collect()
+                };
+                ReaderBuilder::new(schema)
+                    .with_delimiter(b'|')
+                    .with_header(false)
+                    .with_batch_size(BATCH_ROWS)
+                    .with_projection(projection)
+                    .build_decoder()
+            }
+        };
+        let select_list = self.select_list();
+        let where_future = ScanExec::where_clause(
+            self.static_filter.clone(),
+            self.dynamic_filters.clone(),
+            self.projection.clone(),
+            Arc::clone(&self.schema),
+        );
+        let bodies = stream::once(where_future)
+            .map(move |where_clause| {
+                let sql = match where_clause {
+                    Some(w) => format!("SELECT {select_list} FROM S3Object s WHERE {w}"),
+                    None => format!("SELECT {select_list} FROM S3Object s"),
+                };
+                let store = Arc::clone(&store);
+                stream::iter(requests.clone())
+                    .map(move |request| run_request(Arc::clone(&store), request, sql.clone()))
+                    .buffered(in_flight)
+            })
+            .flatten()
+            .boxed();
+        let batches = decode(bodies, decoder);
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.output_schema),
+            batches,
+        )))
+    }
+}
+
+async fn run_request(store: Arc<Store>, request: Request, sql: String) -> DfResult<Bytes> {
+    let result = match request {
+        Request::Get { key, start, end } => get(&store, &key, start, end).await,
+        Request::Select { key, start, end } => select(&store, &key, start, end, &sql).await,
+    };
+    result.map_err(DataFusionError::from)
+}
+
+async fn get(store: &Store, key: &str, start: u64, end: u64) -> Result<Bytes, Error> {
+    let response = store
+        .client
+        .get_object()
+        .bucket(&store.bucket)
+        .key(key)
+        .range(format!("bytes={}-{}", start, end - 1))
+        .send()
+        .await
+        .map_err(|e| Error::s3("GetObject", key, e))?;
+    let body = response
+        .body
+        .collect()
+        .await
+        .map_err(|e| Error::body("GetObject", key, e))?
+        .into_bytes();
+    if body.len() as u64 != end - start {
+        return Err(Error::Invalid(format!(
+            "GetObject {key} bytes={start}-{}: got {} bytes",
+            end - 1,
+            body.len()
+        )));
+    }
+    store
+        .scanned
+        .fetch_add(body.len() as u64, Ordering::Relaxed);
+    Ok(body)
+}
+
+async fn select(store: &Store, key: &str, start: u64, end: u64, sql: &str) -> Result<Bytes, Error> {
+    let input = InputSerialization::builder()
+        .csv(
+            CsvInput::builder()
+                .file_header_info(FileHeaderInfo::None)
+                .field_delimiter("|")
+                .record_delimiter("\n")
+                // As Trino: a comment marker that never occurs in data.
+                .comments("\u{FDD0}")
+                .build(),
+        )
+        .compression_type(CompressionType::None)
+        .build();
+    let output = OutputSerialization::builder()
+        .csv(
+            CsvOutput::builder()
+                .field_delimiter("|")
+                .record_delimiter("\n")
+                .build(),
+        )
+        .build();
+    let mut response = store
+        .client
+        .select_object_content()
+        .bucket(&store.bucket)
+        .key(key)
+        .expression(sql)
+        .expression_type(ExpressionType::Sql)
+        .input_serialization(input)
+        .output_serialization(output)
+        .scan_range(
+            ScanRange::builder()
+                .start(start as i64)
+                .end(end as i64)
+                .build(),
+        )
+        .send()
+        .await
+        .map_err(|e| Error::s3("SelectObjectContent", key, e))?;
+    let mut records = BytesMut::new();
+    let mut ended = false;
+    while let Some(event) = response
+        .payload
+        .recv()
+        .await
+        .map_err(|e| Error::s3("SelectObjectContent", key, e))?
+    {
+        match event {
+            SelectObjectContentEventStream::Records(r) => {
+                if let Some(payload) = r.payload {
+                    records.extend_from_slice(payload.as_ref());
+                }
+            }
+            SelectObjectContentEventStream::Stats(s) => {
+                let scanned = s.details.and_then(|d| d.bytes_scanned).unwrap_or(0);
+                store
+                    .scanned
+                    .fetch_add(scanned.max(0) as u64, Ordering::Relaxed);
+            }
+            SelectObjectContentEventStream::End(_) => ended = true,
+            _ => {}
+        }
+    }
+    if !ended {
+        // Without the End event the result may be cut short; never use it as if complete.
+        return Err(Error::Invalid(format!(
+            "SelectObjectContent {key}: the stream ended without an End event"
+        )));
+    }
+    Ok(records.freeze())
+}
+
+/// Feeds response bodies through the CSV decoder, yielding a batch whenever it is full.
+fn decode(
+    bodies: BoxStream<'static, DfResult<Bytes>>,
+    decoder: Decoder,
+) -> BoxStream<'static, DfResult<RecordBatch>> {
+    struct State {
+        bodies: BoxStream<'static, DfResult<Bytes>>,
+        decoder: Decoder,
+        buf: Bytes,
+        finished: bool,
+    }
+    let state = State {
+        bodies,
+        decoder,
+        buf: Bytes::new(),
+        finished: false,
+    };
+    stream::try_unfold(state, |mut st| async move {
+        loop {
+            if st.finished {
+                return Ok(None);
+            }
+            if !st.buf.is_empty() {
+                let used = st.decoder.decode(&st.buf)?;
+                if used == 0 && st.decoder.capacity() > 0 {
+                    return Err(DataFusionError::Internal(
+                        "CSV decoder made no progress".to_string(),
+                    ));
+                }
+                st.buf.advance(used);
+                if st.decoder.capacity() == 0 {
+                    if let Some(batch) = st.decoder.flush()? {
+                        return Ok(Some((batch, st)));
+                    }
+                }
+                continue;
+            }
+            match st.bodies.try_next().await? {
+                Some(body) => st.buf = body,
+                None => {
+                    // End of input: let the decoder finish a last line without a newline.
+                    st.decoder.decode(&[])?;
+                    st.finished = true;
+                    if let Some(batch) = st.decoder.flush()? {
+                        return Ok(Some((batch, st)));
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
+}
