@@ -370,22 +370,7 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
     if *size == 0 {
         return Ok(100.0);
     }
-    let end = (*size).min(64 << 10) - 1;
-    let response = store
-        .client
-        .get_object()
-        .bucket(&store.bucket)
-        .key(key)
-        .range(format!("bytes=0-{end}"))
-        .send()
-        .await
-        .map_err(|e| Error::s3("GetObject", key, e))?;
-    let body = response
-        .body
-        .collect()
-        .await
-        .map_err(|e| Error::body("GetObject", key, e))?
-        .into_bytes();
+    let body = crate::scan::get(store, key, 0, (*size).min(64 << 10)).await?;
     let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
     Ok(body.len() as f64 / lines as f64)
 }

@@ -590,7 +590,8 @@ async fn run_request(store: Arc<Store>, request: Request, sql: String) -> DfResu
     result.map_err(DataFusionError::from)
 }
 
-async fn get(store: &Store, key: &str, start: u64, end: u64) -> Result<Bytes, Error> {
+/// A ranged GET of `start..end` of `key`, checked to be complete and counted as scanned.
+pub(crate) async fn get(store: &Store, key: &str, start: u64, end: u64) -> Result<Bytes, Error> {
     let response = store
         .client
         .get_object()
