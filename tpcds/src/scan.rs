@@ -338,7 +338,7 @@ impl S3Table {
 }
 
 /// The physical scan of one table.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ScanExec {
     table: &'static str,
     mode: Mode,
@@ -478,21 +478,7 @@ impl ExecutionPlan for ScanExec {
                 .filter(|f| f.is::<DynamicFilterPhysicalExpr>())
                 .collect();
             if !dynamic.is_empty() {
-                let mut updated = ScanExec {
-                    table: self.table,
-                    mode: self.mode,
-                    store: Arc::clone(&self.store),
-                    schema: Arc::clone(&self.schema),
-                    file_schema: Arc::clone(&self.file_schema),
-                    projection: self.projection.clone(),
-                    output_schema: Arc::clone(&self.output_schema),
-                    static_filter: self.static_filter.clone(),
-                    dynamic_filters: self.dynamic_filters.clone(),
-                    partitions: self.partitions.clone(),
-                    estimated_rows: self.estimated_rows,
-                    total_bytes: self.total_bytes,
-                    properties: Arc::clone(&self.properties),
-                };
+                let mut updated = self.clone();
                 updated.dynamic_filters.extend(dynamic);
                 result = result.with_updated_node(Arc::new(updated) as Arc<dyn ExecutionPlan>);
             }
