@@ -15,7 +15,8 @@ SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/py-clients.sh -q
 
 # Sift in front of a real Ceph RGW. scripts/ceph-rgw.sh builds (once, ~1 min) and starts a
 # standalone radosgw; when it cannot (not root, no Debian mirror), the RGW tests are reported
-# as skipped with its reason, never as passed.
+# as skipped with its reason, never as passed. `--workspace`, as above: `-p sift` resolves
+# features differently and rebuilds much of the dependency graph.
 rgw_log=$(mktemp)
 if scripts/ceph-rgw.sh start >"$rgw_log.env" 2>"$rgw_log"; then
     set -a
@@ -23,7 +24,7 @@ if scripts/ceph-rgw.sh start >"$rgw_log.env" 2>"$rgw_log"; then
     . "${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}/run/env"
     set +a
     status=0
-    cargo test --locked -p sift --test rgw -- --ignored || status=$?
+    cargo test --workspace --locked --test rgw -- --ignored || status=$?
     scripts/ceph-rgw.sh stop >/dev/null 2>&1 || true
     rm -f "$rgw_log" "$rgw_log.env"
     exit "$status"
