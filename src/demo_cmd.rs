@@ -1,10 +1,10 @@
 //! `sift demo`: the whole benchmark on one machine, from nothing.
 //!
-//! It starts a gateway on its embedded store (a temporary directory, random keys) as a
-//! child process on 127.0.0.1, so that the gateway's CPU time is its own and the client
-//! reaches it over a real socket; loads TPC-DS into it; runs the queries in every mode over an
-//! emulated storage link; and writes the report. Generated data is kept in `--data` so that a
-//! second demo skips generation (the gateway's store is that directory).
+//! It starts a gateway on its embedded store (random keys) as a child process on 127.0.0.1,
+//! so that the gateway's CPU time is its own and the client reaches it over a real socket;
+//! loads TPC-DS into it; runs the queries in every mode over an emulated storage link; and
+//! writes the report. The store is `--data` (default `./sift-data`) rather than a temporary
+//! directory, so that a second demo skips generation: loading SF 1 is a good part of the run.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

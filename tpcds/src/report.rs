@@ -385,27 +385,28 @@ impl Bars {
             .y_label_area_size(70)
             .build_cartesian_2d(0f64..n as f64, 0f64..top)
             .map_err(err)?;
-        let labels = self.labels.clone();
+        // Query labels are drawn by hand under each bar group: plotters' own x labels sit at
+        // evenly spaced tick values that drift off the bar centres when n is not a round
+        // number, and then name the wrong bar or none.
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(n.min(120))
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                if (x - x.floor() - 0.5).abs() < 0.26 {
-                    labels.get(i).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_label_style(
-                ("sans-serif", 10)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
+            .x_labels(0)
             .y_desc(&self.y_label)
             .draw()
             .map_err(err)?;
+        let label_font = ("sans-serif", 10)
+            .into_font()
+            .transform(FontTransform::Rotate90);
+        for (i, label) in self.labels.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            root.draw(&Text::new(
+                label.clone(),
+                (x + 5, y + 6),
+                label_font.clone(),
+            ))
+            .map_err(err)?;
+        }
         let width = 0.8 / groups as f64;
         for (g, (name, color, values)) in self.series.iter().enumerate() {
             let color = *color;
