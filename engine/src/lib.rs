@@ -24,6 +24,7 @@ pub mod csv;
 pub mod error;
 pub mod eval;
 pub mod exec;
+pub mod json;
 pub mod output;
 pub mod request;
 pub mod source;

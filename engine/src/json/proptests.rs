@@ -1,0 +1,154 @@
+//! Property tests of the JSON parser: whatever tree is written, it reads back the same; no
+//! input, however mangled, makes it panic; and it agrees with serde_json on what is JSON.
+
+use std::borrow::Cow;
+
+use proptest::prelude::*;
+
+use crate::json::{parse_one, write_node, Node, Parser};
+
+fn number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|i| i.to_string()),
+        (any::<i32>(), 0u32..1_000_000).prop_map(|(i, f)| format!("{i}.{f}")),
+        (-9i32..10, 0u32..100, -30i32..30).prop_map(|(m, f, e)| format!("{m}.{f}e{e}")),
+        Just("-0".to_string()),
+        Just("1E+2".to_string()),
+    ]
+}
+
+fn leaf() -> impl Strategy<Value = Node<'static>> {
+    prop_oneof![
+        Just(Node::Null),
+        any::<bool>().prop_map(Node::Bool),
+        // Leaked so that the node can borrow its text: a few bytes per case, test-only.
+        number().prop_map(|n| Node::Number(Box::leak(n.into_boxed_str()))),
+        any::<String>().prop_map(|s| Node::String(Cow::Owned(s))),
+        "[a-z\"\\\\\n\t\u{0}-\u{1f}é😀]{0,12}".prop_map(|s| Node::String(Cow::Owned(s))),
+    ]
+}
+
+fn tree() -> impl Strategy<Value = Node<'static>> {
+    leaf().prop_recursive(6, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Node::Array),
+            prop::collection::vec(("[a-zA-Z_ \"]{0,6}", inner), 0..8).prop_map(|members| {
+                Node::Object(
+                    members
+                        .into_iter()
+                        .map(|(k, v)| (Cow::Owned(k), v))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+/// Structural equality that ignores whether a string was borrowed or decoded.
+fn same(a: &Node<'_>, b: &Node<'_>) -> bool {
+    match (a, b) {
+        (Node::Array(x), Node::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Node::Object(x), Node::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
+        }
+        _ => a == b,
+    }
+}
+
+/// Writes `node` with arbitrary whitespace between tokens.
+fn write_spaced(out: &mut Vec<u8>, node: &Node<'_>, ws: &mut impl Iterator<Item = u8>) {
+    fn space(out: &mut Vec<u8>, ws: &mut impl Iterator<Item = u8>) {
+        for _ in 0..ws.next().unwrap_or(0) % 3 {
+            out.push(b" \t\n\r"[usize::from(ws.next().unwrap_or(0) % 4)]);
+        }
+    }
+    space(out, ws);
+    match node {
+        Node::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_spaced(out, item, ws);
+            }
+            space(out, ws);
+            out.push(b']');
+        }
+        Node::Object(members) => {
+            out.push(b'{');
+            for (i, (k, v)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                space(out, ws);
+                crate::output::json_string(out, k);
+                space(out, ws);
+                out.push(b':');
+                write_spaced(out, v, ws);
+            }
+            space(out, ws);
+            out.push(b'}');
+        }
+        other => write_node(out, other),
+    }
+    space(out, ws);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn what_is_written_reads_back(node in tree(), ws in prop::collection::vec(any::<u8>(), 0..64)) {
+        let mut compact = Vec::new();
+        write_node(&mut compact, &node);
+        let back = parse_one(&compact).map_err(|e| TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&compact))))?;
+        prop_assert!(same(&node, &back), "{node:?} came back as {back:?}");
+
+        let mut spaced = Vec::new();
+        let mut ws = ws.into_iter().cycle();
+        write_spaced(&mut spaced, &node, &mut ws);
+        let back = parse_one(&spaced).map_err(|e| TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&spaced))))?;
+        prop_assert!(same(&node, &back));
+    }
+
+    #[test]
+    fn agrees_with_serde_json_on_what_is_json(bytes in prop::collection::vec(
+        prop_oneof![Just(b'{'), Just(b'}'), Just(b'['), Just(b']'), Just(b'"'), Just(b':'),
+                    Just(b','), Just(b'\\'), Just(b'1'), Just(b'0'), Just(b'-'), Just(b'.'),
+                    Just(b'e'), Just(b'u'), Just(b'a'), Just(b' '), Just(b'n'), any::<u8>()],
+        0..40)) {
+        let ours = parse_one(&bytes);
+        let theirs = serde_json::from_slice::<serde_json::Value>(&bytes);
+        // serde_json refuses numbers beyond f64's range; JSON's grammar (and this parser,
+        // which keeps a number's text) does not.
+        prop_assume!(!matches!(&theirs, Err(e) if e.to_string().contains("out of range")));
+        prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?}: ours {:?}, serde_json {:?}",
+            String::from_utf8_lossy(&bytes), ours, theirs.map_err(|e| e.to_string()));
+    }
+
+    #[test]
+    fn mangled_documents_never_panic(node in tree(), cut in any::<prop::sample::Index>(),
+                                     flip in any::<prop::sample::Index>(), byte in any::<u8>()) {
+        let mut text = Vec::new();
+        write_node(&mut text, &node);
+        text.push(b'\n');
+        let i = flip.index(text.len());
+        text[i] = byte;
+        let text = &text[..cut.index(text.len() + 1)];
+        let mut p = Parser::new(text);
+        // Read values until the end or the first error; each step must advance.
+        while !p.at_end() {
+            let before = p.position();
+            if p.value().is_err() {
+                break;
+            }
+            prop_assert!(p.position() > before);
+        }
+    }
+}
