@@ -527,7 +527,8 @@ fn median(values: &mut [f64]) -> f64 {
     }
 }
 
-/// Speedups of every non-fetch mode over fetch, per query and overall.
+/// Speedups of every non-fetch mode over fetch, per query and overall. A query that failed
+/// in either mode is left out: the time to an error is no speedup.
 pub fn compare_modes(results: &[QueryResult]) -> BTreeMap<Mode, Comparison> {
     let fetch: BTreeMap<&str, &QueryResult> = results
         .iter()
@@ -545,6 +546,9 @@ pub fn compare_modes(results: &[QueryResult]) -> BTreeMap<Mode, Comparison> {
             let Some(base) = fetch.get(r.query.as_str()) else {
                 continue;
             };
+            if r.error.is_some() || base.error.is_some() {
+                continue;
+            }
             let speedup = base.seconds / r.seconds.max(1e-9);
             log_sum += speedup.ln();
             count += 1;
@@ -627,6 +631,11 @@ mod tests {
             r("q2", Mode::Fetch, 1.0, 1000),
             r("q1", Mode::Pushdown, 1.0, 100),
             r("q2", Mode::Pushdown, 1.0, 100),
+            r("q3", Mode::Fetch, 9.0, 1000),
+            QueryResult {
+                error: Some("SlowDown".into()),
+                ..r("q3", Mode::Pushdown, 0.01, 10)
+            },
         ];
         let c = &compare_modes(&results)[&Mode::Pushdown];
         assert!((c.geomean_speedup - 2.0).abs() < 1e-9);

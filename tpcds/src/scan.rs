@@ -56,6 +56,7 @@ use datafusion::physical_plan::{
     PlanProperties, SendableRecordBatchStream, StatisticsArgs,
 };
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use tokio::sync::Semaphore;
 
 use crate::error::Error;
 use crate::pushdown::{self, Pred};
@@ -107,8 +108,13 @@ impl FromStr for Mode {
 pub struct Store {
     pub client: Client,
     pub bucket: String,
-    /// Requests in flight per scan.
+    /// Requests in flight per scan, and in all for the client (see `permits`).
     pub concurrency: usize,
+    /// One per request in flight across every scan of the client. A query with many scans
+    /// at once (q9 has fifteen) would otherwise send `concurrency` requests per scan, past
+    /// what a store admits: Sift's gateway answers SlowDown beyond twice its select threads,
+    /// and the SDK's retries run out. Trino bounds its S3 connections the same way.
+    permits: Arc<Semaphore>,
     /// Bytes per ranged GET in fetch mode.
     pub fetch_chunk: u64,
     /// Bytes per ScanRange in the pushdown modes.
@@ -122,6 +128,7 @@ impl Store {
             client,
             bucket,
             concurrency: concurrency.max(1),
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
             fetch_chunk: 8 << 20,
             split_size: 32 << 20,
             scanned: AtomicU64::new(0),
@@ -568,12 +575,29 @@ impl ExecutionPlan for ScanExec {
     }
 }
 
+/// Runs one request as its own task, once a client-wide permit is free. A task, so that a
+/// request holding a permit finishes (and frees it) even when its scan is not being polled —
+/// a hash join reads its build side before it polls the probe side, and the build side may
+/// need that permit.
 async fn run_request(store: Arc<Store>, request: Request, sql: String) -> DfResult<Bytes> {
-    let result = match request {
-        Request::Get { key, start, end } => get(&store, &key, start, end).await,
-        Request::Select { key, start, end } => select(&store, &key, start, end, &sql).await,
-    };
-    result.map_err(DataFusionError::from)
+    let task = tokio::spawn(async move {
+        let _permit = Arc::clone(&store.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| Error::Invalid("the request limiter was closed".into()))?;
+        send(&store, request, &sql).await
+    });
+    match task.await {
+        Ok(result) => result.map_err(DataFusionError::from),
+        Err(e) => Err(DataFusionError::External(Box::new(e))),
+    }
+}
+
+async fn send(store: &Store, request: Request, sql: &str) -> Result<Bytes, Error> {
+    match request {
+        Request::Get { key, start, end } => get(store, &key, start, end).await,
+        Request::Select { key, start, end } => select(store, &key, start, end, sql).await,
+    }
 }
 
 /// A ranged GET of `start..end` of `key`, checked to be complete and counted as scanned.
