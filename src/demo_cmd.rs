@@ -94,23 +94,7 @@ fn start_gateway(data: &std::path::Path, access: &str, secret: &str) -> Result<G
 }
 
 pub fn run(args: DemoArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("sift demo: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(demo(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sift demo: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::run_async("sift demo", demo(args))
 }
 
 async fn demo(args: DemoArgs) -> Result<()> {

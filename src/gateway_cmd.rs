@@ -150,29 +150,12 @@ pub fn run(args: GatewayArgs) -> ExitCode {
         config.max_selects = n.max(1);
     }
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("sift gateway: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
+    crate::run_async("sift gateway", async {
         let service = server::build_service(&config)?;
         let listener = server::bind(&config).await?;
         let addr = listener.local_addr()?;
         let shutdown = server::shutdown_signal()?;
         println!("listening on http://{addr}");
         server::serve(listener, service, shutdown).await
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sift gateway: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }

@@ -5,6 +5,8 @@ mod gateway_cmd;
 mod select_cmd;
 mod tpcds_cmd;
 
+use std::fmt::Display;
+use std::future::Future;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -40,5 +42,27 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo_cmd::run(args),
         Command::Gateway(args) => gateway_cmd::run(*args),
         Command::Tpcds(command) => tpcds_cmd::run(command),
+    }
+}
+
+/// Runs an async subcommand to completion on a multi-threaded runtime; a failure is printed
+/// as `prefix: error` and becomes the exit status.
+fn run_async<E: Display>(prefix: &str, work: impl Future<Output = Result<(), E>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{prefix}: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(work) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{prefix}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

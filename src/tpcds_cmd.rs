@@ -100,7 +100,7 @@ pub struct RunArgs {
     /// Runs per query and mode; the median time is reported.
     #[arg(long, default_value_t = 1)]
     pub iterations: usize,
-    /// S3 requests in flight per table scan.
+    /// S3 requests in flight for the whole client, across all table scans.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
     /// Emulate a storage network of this rate (e.g. 1Gbit, 10Gbit, 500Mbit) by pacing the
@@ -138,31 +138,14 @@ pub fn parse_modes(text: &str) -> Result<Vec<Mode>, String> {
 }
 
 pub fn run(command: TpcdsCommand) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
+    crate::run_async("error", async {
         match command {
             TpcdsCommand::Gen(args) => gen(args).await,
             TpcdsCommand::Load(args) => load(args).await,
             TpcdsCommand::Run(args) => run_queries(*args).await,
             TpcdsCommand::Report(args) => write_report(&args.dir),
         }
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    })
 }
 
 async fn gen(args: GenArgs) -> Result<()> {

@@ -345,29 +345,10 @@ async fn upload_part(
         let Some(first) = next_chunk(&mut rx, key).await? else {
             // An empty part (a table with no rows in this range) is still an object, so
             // that a re-run sees the part as done.
-            client
-                .put_object()
-                .bucket(bucket)
-                .key(key)
-                .body(ByteStream::from_static(b""))
-                .send()
-                .await
-                .map_err(|e| Error::s3("PutObject", key, e))?;
-            return Ok(0);
+            return put_whole(client, bucket, key, Bytes::new(), bar).await;
         };
         let Some(second) = next_chunk(&mut rx, key).await? else {
-            // Small enough for one PutObject.
-            let len = first.len() as u64;
-            client
-                .put_object()
-                .bucket(bucket)
-                .key(key)
-                .body(ByteStream::from(first))
-                .send()
-                .await
-                .map_err(|e| Error::s3("PutObject", key, e))?;
-            bar.inc(len);
-            return Ok(len);
+            return put_whole(client, bucket, key, first, bar).await;
         };
         multipart(client, bucket, key, [first, second], &mut rx, bar).await
     }
@@ -384,6 +365,27 @@ async fn upload_part(
         }
         (_, uploaded) => uploaded,
     }
+}
+
+/// A part small enough for one PutObject.
+async fn put_whole(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    body: Bytes,
+    bar: &ProgressBar,
+) -> Result<u64> {
+    let len = body.len() as u64;
+    client
+        .put_object()
+        .bucket(bucket)
+        .key(key)
+        .body(ByteStream::from(body))
+        .send()
+        .await
+        .map_err(|e| Error::s3("PutObject", key, e))?;
+    bar.inc(len);
+    Ok(len)
 }
 
 async fn multipart(

@@ -40,7 +40,7 @@ pub struct RunOptions {
     pub modes: Vec<Mode>,
     pub queries: Vec<u32>,
     pub iterations: usize,
-    /// S3 requests in flight per table scan.
+    /// S3 requests in flight for the whole client, across all scans.
     pub concurrency: usize,
     /// Emulated link rate in bytes per second.
     pub link_rate: Option<f64>,

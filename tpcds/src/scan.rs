@@ -108,7 +108,8 @@ impl FromStr for Mode {
 pub struct Store {
     pub client: Client,
     pub bucket: String,
-    /// Requests in flight per scan, and in all for the client (see `permits`).
+    /// Requests in flight for the whole client (see `permits`); a scan spreads its share
+    /// over its partitions.
     pub concurrency: usize,
     /// One per request in flight across every scan of the client. A query with many scans
     /// at once (q9 has fifteen) would otherwise send `concurrency` requests per scan, past
@@ -150,6 +151,8 @@ pub struct S3Table {
     /// `|` of every dsdgen line.
     file_schema: SchemaRef,
     objects: Vec<(String, u64)>,
+    /// The objects' total size.
+    total_bytes: u64,
     /// Estimated rows (from the sampled line length), for DataFusion's join ordering.
     estimated_rows: usize,
     store: Arc<Store>,
@@ -190,20 +193,17 @@ impl S3Table {
         let mut file_fields: Vec<Field> =
             schema.fields().iter().map(|f| f.as_ref().clone()).collect();
         file_fields.push(Field::new("__trailing", DataType::Utf8, true));
-        let bytes: u64 = objects.iter().map(|(_, size)| size).sum();
+        let total_bytes: u64 = objects.iter().map(|(_, size)| size).sum();
         S3Table {
             name: table.name,
             schema: Arc::new(schema),
             file_schema: Arc::new(Schema::new(file_fields)),
             objects,
-            estimated_rows: (bytes as f64 / line_bytes.max(1.0)) as usize,
+            total_bytes,
+            estimated_rows: (total_bytes as f64 / line_bytes.max(1.0)) as usize,
             store,
             mode,
         }
-    }
-
-    fn total_bytes(&self) -> u64 {
-        self.objects.iter().map(|(_, size)| size).sum()
     }
 }
 
@@ -284,7 +284,7 @@ impl TableProvider for S3Table {
             dynamic_filters: Vec::new(),
             partitions,
             estimated_rows: self.estimated_rows,
-            total_bytes: self.total_bytes(),
+            total_bytes: self.total_bytes,
             properties: Arc::new(properties),
         }))
     }

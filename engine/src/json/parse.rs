@@ -188,37 +188,13 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A string starting at the opening quote.
+    /// A string starting at the opening quote. Until the first escape the text is only
+    /// scanned; a string without escapes is then a slice of the input. From the first escape
+    /// on, the text is decoded into a new buffer.
     fn string(&mut self) -> Result<Cow<'a, str>> {
         self.pos += 1; // the opening quote
         let start = self.pos;
-        // The common case: no escapes, so the string is a slice of the input.
-        let Some(stop) = memchr::memchr2(b'"', b'\\', &self.input[start..]) else {
-            self.pos = self.input.len();
-            return self.error("unterminated string");
-        };
-        if self.input[start + stop] == b'"' {
-            let raw = &self.input[start..start + stop];
-            if let Some(i) = raw.iter().position(|&b| b < 0x20) {
-                self.pos = start + i;
-                return self.error("unescaped control character in a string");
-            }
-            self.pos = start + stop + 1;
-            return match std::str::from_utf8(raw) {
-                Ok(s) => Ok(Cow::Borrowed(s)),
-                Err(e) => {
-                    self.pos = start + e.valid_up_to();
-                    self.error("invalid UTF-8 in a string")
-                }
-            };
-        }
-        self.escaped_string(start)
-    }
-
-    /// The slow path: a string with at least one escape, decoded into a new buffer.
-    fn escaped_string(&mut self, start: usize) -> Result<Cow<'a, str>> {
-        let mut out: Vec<u8> = Vec::new();
-        self.pos = start;
+        let mut decoded: Option<Vec<u8>> = None;
         loop {
             let Some(stop) = memchr::memchr2(b'"', b'\\', &self.input[self.pos..]) else {
                 self.pos = self.input.len();
@@ -229,13 +205,34 @@ impl<'a> Parser<'a> {
                 self.pos += i;
                 return self.error("unescaped control character in a string");
             }
-            out.extend_from_slice(raw);
+            if let Some(out) = decoded.as_mut() {
+                out.extend_from_slice(raw);
+            }
             self.pos += stop;
             if self.input[self.pos] == b'"' {
+                let end = self.pos;
                 self.pos += 1;
-                break;
+                return match decoded {
+                    None => match std::str::from_utf8(&self.input[start..end]) {
+                        Ok(s) => Ok(Cow::Borrowed(s)),
+                        Err(e) => {
+                            self.pos = start + e.valid_up_to();
+                            self.error("invalid UTF-8 in a string")
+                        }
+                    },
+                    Some(out) => match String::from_utf8(out) {
+                        Ok(s) => Ok(Cow::Owned(s)),
+                        Err(_) => {
+                            self.pos = start;
+                            self.error("invalid UTF-8 in a string")
+                        }
+                    },
+                };
             }
-            self.pos += 1; // the backslash
+            // A backslash: the first one copies the text scanned so far.
+            let input = self.input;
+            let out = decoded.get_or_insert_with(|| input[start..self.pos].to_vec());
+            self.pos += 1;
             let Some(e) = self.peek() else {
                 return self.error("unterminated string");
             };
@@ -258,13 +255,6 @@ impl<'a> Parser<'a> {
                     self.pos -= 1;
                     return self.error("invalid escape in a string");
                 }
-            }
-        }
-        match String::from_utf8(out) {
-            Ok(s) => Ok(Cow::Owned(s)),
-            Err(_) => {
-                self.pos = start;
-                self.error("invalid UTF-8 in a string")
             }
         }
     }
