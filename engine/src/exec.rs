@@ -18,10 +18,12 @@ use crate::csv::{ChunkBuf, Chunker, CsvFormat, Flow, Record, Scanner};
 use crate::err;
 use crate::error::{ErrorCode, Result, SelectError};
 use crate::eval::agg::AggState;
-use crate::eval::bind::{bind, Output, Plan};
+use crate::eval::bind::{bind, Columns, Output, Plan};
 use crate::eval::expr::{field_text, CExpr, Row};
+use crate::json::path::{expand, walk};
+use crate::json::{JsonError, Node};
 use crate::output::RowWriter;
-use crate::request::{Compression, FileHeaderInfo, SelectRequest};
+use crate::request::{Compression, FileHeaderInfo, InputFormat, JsonType, SelectRequest};
 use crate::source::{decompress, Counting, ObjectSource};
 use crate::sql::ast::Query;
 use crate::value::Value;
@@ -66,7 +68,10 @@ pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
 pub struct Select {
     request: SelectRequest,
     query: Query,
+    /// For JSON input, the format that cuts lines (see [`CsvFormat::json_lines`]).
     format: CsvFormat,
+    /// `Some` for JSON input.
+    json: Option<JsonType>,
     writer: RowWriter,
     threads: usize,
     chunk_size: usize,
@@ -77,9 +82,18 @@ impl Select {
     /// of the object is read, so that these errors reach the client as plain S3 errors.
     pub fn new(request: SelectRequest) -> Result<Select> {
         let query = crate::sql::parse(&request.sql, request.dialect)?;
-        let format = CsvFormat::new(&request.input.csv)?;
+        let (format, json) = match &request.input.format {
+            InputFormat::Csv(c) => (CsvFormat::new(c)?, None),
+            InputFormat::Json(j) => (CsvFormat::json_lines(), Some(j.json_type)),
+        };
         let writer = RowWriter::new(&request.output)?;
         if let Some(r) = &request.scan_range {
+            if json == Some(JsonType::Document) {
+                return Err(err!(
+                    UnsupportedScanRangeInput,
+                    "ScanRange applies to CSV and JSON LINES input, not JSON DOCUMENT"
+                ));
+            }
             if request.input.compression != Compression::None {
                 return Err(err!(
                     UnsupportedScanRangeInput,
@@ -98,6 +112,7 @@ impl Select {
             request,
             query,
             format,
+            json,
             writer,
             threads: 1,
             chunk_size: DEFAULT_CHUNK_SIZE,
@@ -138,11 +153,16 @@ impl Select {
             FileHeaderInfo::Use => header,
             _ => None,
         };
-        let plan = bind(&self.query, self.request.dialect, names.as_deref())?;
+        let columns = match self.json {
+            Some(_) => Columns::Json,
+            None => Columns::Csv(names.as_deref()),
+        };
+        let plan = bind(&self.query, self.request.dialect, columns)?;
         let ctx = Ctx {
             plan: &plan,
             writer: &self.writer,
             header: names.as_deref().unwrap_or(&[]),
+            json: self.json,
         };
 
         // Counted at the chunker when it sees the object's own bytes (ranges, memory);
@@ -305,14 +325,18 @@ impl Select {
         skip_partial: bool,
         last_start: Option<u64>,
     ) -> Chunker<W> {
-        Chunker::new(
+        let chunker = Chunker::new(
             window,
             self.format.clone(),
             self.chunk_size,
             offset,
             skip_partial,
             last_start,
-        )
+        );
+        match self.json {
+            Some(JsonType::Document) => chunker.split_json_values(),
+            _ => chunker,
+        }
     }
 
     /// Processes every chunk, on this thread or on workers; returns the bytes consumed.
@@ -617,6 +641,7 @@ struct Ctx<'a> {
     plan: &'a Plan,
     writer: &'a RowWriter,
     header: &'a [String],
+    json: Option<JsonType>,
 }
 
 /// Filters and projects every record of one chunk.
@@ -626,6 +651,9 @@ fn process_chunk(
     chunk: &[u8],
     out: &mut ChunkOut,
 ) -> Result<()> {
+    if let Some(json) = ctx.json {
+        return process_json_chunk(ctx, json, chunk, out);
+    }
     let plan = ctx.plan;
     let limit = if plan.is_aggregate() {
         None
@@ -640,6 +668,7 @@ fn process_chunk(
         if let Some(f) = &plan.filter {
             let row = Row {
                 record: rec,
+                node: None,
                 aggs: &[],
             };
             if !f.matches(&row)? {
@@ -648,6 +677,7 @@ fn process_chunk(
         }
         let row = Row {
             record: rec,
+            node: None,
             aggs: &[],
         };
         if plan.is_aggregate() {
@@ -677,6 +707,146 @@ fn process_chunk(
     })
 }
 
+/// Filters and projects every row of one chunk of JSON input: each line (LINES) or each
+/// top-level value (DOCUMENT) is parsed, and the FROM path makes its rows.
+fn process_json_chunk(
+    ctx: &Ctx<'_>,
+    json: JsonType,
+    chunk: &[u8],
+    out: &mut ChunkOut,
+) -> Result<()> {
+    let plan = ctx.plan;
+    let row_cap = match plan.limit {
+        Some(l) if !plan.is_aggregate() => Some(l.saturating_sub(out.rows_before)),
+        _ => None,
+    };
+    let empty = Record::new(&[], &[]);
+    let mut scratch = RowScratch::default();
+    let mut row_of = |node: Option<&Node<'_>>| -> Result<Flow> {
+        let row = Row {
+            record: &empty,
+            node,
+            aggs: &[],
+        };
+        if let Some(f) = &plan.filter {
+            if !f.matches(&row)? {
+                return Ok(Flow::Continue);
+            }
+        }
+        if plan.is_aggregate() {
+            for (spec, state) in plan.aggs.iter().zip(out.aggs.iter_mut()) {
+                match &spec.arg {
+                    None => state.count_row(),
+                    Some(e) => state.update(&e.eval(&row)?)?,
+                }
+            }
+            return Ok(Flow::Continue);
+        }
+        write_row(ctx, &row, &mut out.bytes, &mut scratch, false)?;
+        out.rows += 1;
+        if let Some(cap) = row_cap {
+            out.row_ends.push(out.bytes.len());
+            if out.rows >= cap {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    };
+    let keep = |key: &[u8]| plan.top_keys.as_ref().is_none_or(|k| k.contains(key));
+    let mut value = |node: &Node<'_>| -> Result<Flow> {
+        if plan.rows.is_empty() {
+            return row_of(Some(node));
+        }
+        let mut rows = Vec::new();
+        expand(Some(node), &plan.rows, &mut rows);
+        for r in rows {
+            if let Flow::Stop = row_of(r)? {
+                return Ok(Flow::Stop);
+            }
+        }
+        Ok(Flow::Continue)
+    };
+    match json {
+        JsonType::Lines => {
+            let mut rest = chunk;
+            while !rest.is_empty() {
+                let (line, next) = match memchr::memchr(b'\n', rest) {
+                    Some(i) => (&rest[..i], &rest[i + 1..]),
+                    None => (rest, &rest[rest.len()..]),
+                };
+                rest = next;
+                if line.iter().all(|b| b.is_ascii_whitespace()) {
+                    continue;
+                }
+                check_json_record_size(line.len())?;
+                // One UTF-8 check for the line instead of one per string; invalid text is
+                // parsed as bytes, which finds and reports the bad string.
+                let mut parser = match std::str::from_utf8(line) {
+                    Ok(text) => crate::json::Parser::for_text(text),
+                    Err(_) => crate::json::Parser::new(line),
+                };
+                let node = parser
+                    .value_keeping(&keep)
+                    .and_then(|node| match parser.at_end() {
+                        true => Ok(node),
+                        false => Err(crate::json::JsonError {
+                            offset: parser.position(),
+                            what: "unexpected text after the JSON value",
+                        }),
+                    })
+                    .map_err(|e| json_error(&e, line))?;
+                if let Flow::Stop = value(&node)? {
+                    break;
+                }
+            }
+        }
+        JsonType::Document => {
+            let mut parser = match std::str::from_utf8(chunk) {
+                Ok(text) => crate::json::Parser::for_text(text),
+                Err(_) => crate::json::Parser::new(chunk),
+            };
+            while !parser.at_end() {
+                let start = parser.position();
+                let node = parser
+                    .value_keeping(&keep)
+                    .map_err(|e| json_error(&e, &chunk[start..]))?;
+                check_json_record_size(parser.position() - start)?;
+                if let Flow::Stop = value(&node)? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A JSON record (a line, or a top-level value) is capped at 1 MiB as a CSV record is. The
+/// chunker finds most over-long records; this catches those inside one chunk.
+fn check_json_record_size(len: usize) -> Result<()> {
+    if len > crate::csv::MAX_RECORD_BYTES {
+        return Err(err!(
+            OverMaxRecordSize,
+            "a JSON record is {len} bytes long, over the 1 MiB limit"
+        ));
+    }
+    Ok(())
+}
+
+/// JSONParsingError naming the problem and showing where the record starts.
+fn json_error(e: &JsonError, record: &[u8]) -> SelectError {
+    let head = &record[..record.len().min(40)];
+    let ellipsis = if record.len() > head.len() { "…" } else { "" };
+    SelectError::new(
+        ErrorCode::JSONParsingError,
+        format!(
+            "malformed JSON: {} at byte {} of the record starting {:?}{ellipsis}",
+            e.what,
+            e.offset,
+            String::from_utf8_lossy(head)
+        ),
+    )
+}
+
 /// `_N` names for `SELECT *` without a header, made once per chunk.
 fn star_name<'n>(header: &'n [String], names: &'n mut Vec<String>, i: usize) -> &'n str {
     if let Some(h) = header.get(i) {
@@ -701,6 +871,16 @@ fn write_row(
     let row_start = out.len();
     w.begin_row(out);
     match &ctx.plan.output {
+        Output::Star if ctx.json.is_some() => match row.node {
+            // A MISSING row is an empty record.
+            None => {}
+            Some(Node::Object(members)) => {
+                for (i, (key, value)) in members.iter().enumerate() {
+                    w.node_field(out, i, key, value);
+                }
+            }
+            Some(other) => w.node_field(out, 0, "_1", other),
+        },
         Output::Star => {
             for i in 0..row.record.len() {
                 let s = crate::eval::expr::field_value(row.record, i)?;
@@ -720,6 +900,11 @@ fn write_row(
                                 w.str_field(out, i, name, s);
                             }
                         }
+                        None => w.value_field(out, i, name, &Value::Missing),
+                    },
+                    // A JSON value is copied as written (numbers keep their text).
+                    CExpr::Path { steps } => match walk(row.node, steps) {
+                        Some(node) => w.node_field(out, i, name, node),
                         None => w.value_field(out, i, name, &Value::Missing),
                     },
                     other => {
@@ -756,6 +941,7 @@ fn write_agg_row(ctx: &Ctx<'_>, values: &[Value<'static>], out: &mut Vec<u8>) ->
     let empty = Record::new(&[], &[]);
     let row = Row {
         record: &empty,
+        node: None,
         aggs: values,
     };
     write_row(ctx, &row, out, &mut RowScratch::default(), false)

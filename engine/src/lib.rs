@@ -1,4 +1,4 @@
-//! Sift's S3 Select engine: AWS's SQL dialect over CSV streams.
+//! Sift's S3 Select engine: AWS's SQL dialect over CSV and JSON streams.
 //!
 //! ```
 //! use sift_engine::{Select, SelectRequest, SliceSource};
@@ -34,7 +34,7 @@ pub mod value;
 pub use error::{ErrorCode, Result, SelectError};
 pub use exec::{Select, Sink, Stats};
 pub use request::{
-    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputSerialization, JsonOutput,
-    OutputSerialization, QuoteFields, ScanRange, SelectRequest,
+    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat, InputSerialization,
+    JsonInput, JsonOutput, JsonType, OutputSerialization, QuoteFields, ScanRange, SelectRequest,
 };
 pub use source::{FileSource, ObjectSource, SliceSource, StreamSource};

@@ -2,6 +2,7 @@
 
 use crate::error::Result;
 use crate::eval::coerce::to_text;
+use crate::json::{write_node, Node};
 use crate::request::{option_bytes, CsvOutput, JsonOutput, OutputSerialization, QuoteFields};
 use crate::value::numeric::format_f64;
 use crate::value::Value;
@@ -93,6 +94,24 @@ impl RowWriter {
                 }
                 w.key(out, i, name, |out| json_value(out, v))
             }
+        }
+    }
+
+    /// Field `i`: a JSON value from the input. JSON output copies it as written; CSV output
+    /// writes scalars as text and arrays and objects as compact JSON.
+    pub fn node_field(&self, out: &mut Vec<u8>, i: usize, name: &str, node: &Node<'_>) {
+        match self {
+            RowWriter::Csv(w) => match node {
+                Node::String(s) => w.field(out, i, s, true),
+                Node::Number(n) => w.field(out, i, n, true),
+                Node::Null => w.field(out, i, "", false),
+                other => {
+                    let mut text = Vec::new();
+                    write_node(&mut text, other);
+                    w.field(out, i, &String::from_utf8_lossy(&text), true);
+                }
+            },
+            RowWriter::Json(w) => w.key(out, i, name, |out| write_node(out, node)),
         }
     }
 
@@ -232,6 +251,7 @@ fn json_value(out: &mut Vec<u8>, v: &Value<'_>) {
         Value::Float(_) => out.extend_from_slice(b"null"),
         Value::Str(s) => json_string(out, s),
         Value::Timestamp(t) => json_string(out, &t.to_string()),
+        Value::Nested(n) => crate::json::write_node(out, n.node()),
     }
 }
 

@@ -20,8 +20,47 @@ pub struct SelectRequest {
 
 #[derive(Debug, Clone, Default)]
 pub struct InputSerialization {
-    pub csv: CsvInput,
+    pub format: InputFormat,
     pub compression: Compression,
+}
+
+/// The object's format: `InputSerialization`'s `CSV` or `JSON` element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputFormat {
+    Csv(CsvInput),
+    Json(JsonInput),
+}
+
+impl Default for InputFormat {
+    fn default() -> Self {
+        InputFormat::Csv(CsvInput::default())
+    }
+}
+
+/// AWS's `JSONInput`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JsonInput {
+    pub json_type: JsonType,
+}
+
+/// AWS's `JSONType`. AWS requires it; DOCUMENT is what a missing element means here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JsonType {
+    /// Top-level values one after another, each possibly spanning lines.
+    #[default]
+    Document,
+    /// One value per line.
+    Lines,
+}
+
+impl InputSerialization {
+    /// CSV input with these options.
+    pub fn csv(csv: CsvInput, compression: Compression) -> Self {
+        InputSerialization {
+            format: InputFormat::Csv(csv),
+            compression,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

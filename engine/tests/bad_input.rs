@@ -92,17 +92,11 @@ fn prepare(sql: &str) -> Result<Select, SelectError> {
 fn csv(f: impl FnOnce(&mut CsvInput)) -> InputSerialization {
     let mut c = CsvInput::default();
     f(&mut c);
-    InputSerialization {
-        csv: c,
-        compression: Compression::None,
-    }
+    InputSerialization::csv(c, Compression::None)
 }
 
 fn compressed(c: Compression) -> InputSerialization {
-    InputSerialization {
-        csv: CsvInput::default(),
-        compression: c,
-    }
+    InputSerialization::csv(CsvInput::default(), c)
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {

@@ -61,6 +61,7 @@
 //! | `out-field=` `out-record=`      | output delimiters (CSV; `out-record` also for JSON)  |
 //! | `out-quote=` `out-escape=`      | CSVOutput QuoteCharacter, QuoteEscapeCharacter       |
 //! | `dialect=aws\|ceph`              | SQL dialect                                          |
+//! | `format=csv\|json-lines\|json-document` | InputSerialization CSV or JSON (Type LINES/DOCUMENT) |
 //! | `repeat=N`                      | repeat the whole input N times                       |
 //! | `expect-repeat=N`               | repeat the whole expected output N times             |
 //!
@@ -73,12 +74,15 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use sift_engine::{
-    Compression, CsvOutput, Dialect, FileHeaderInfo, JsonOutput, OutputSerialization, QuoteFields,
-    ScanRange, Select, SelectRequest, SliceSource, Stats,
+    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat, JsonInput, JsonOutput,
+    JsonType, OutputSerialization, QuoteFields, ScanRange, Select, SelectRequest, SliceSource,
+    Stats,
 };
 
 /// The suite must hold at least this many cases.
 const MIN_CASES: usize = 400;
+/// ... of which at least this many read JSON input (issue #5).
+const MIN_JSON_CASES: usize = 150;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Expect {
@@ -223,8 +227,40 @@ fn set_option(
     key: &str,
     value: &str,
 ) -> Result<(), String> {
-    let csv = &mut req.input.csv;
     let v = unescape_str(value)?;
+    if key == "format" {
+        req.input.format = match v.as_str() {
+            "csv" => InputFormat::Csv(CsvInput::default()),
+            "json-lines" => InputFormat::Json(JsonInput {
+                json_type: JsonType::Lines,
+            }),
+            "json-document" => InputFormat::Json(JsonInput {
+                json_type: JsonType::Document,
+            }),
+            _ => return Err(format!("format={v}?")),
+        };
+        return Ok(());
+    }
+    let csv_only = matches!(
+        key,
+        "header"
+            | "field"
+            | "record"
+            | "quote"
+            | "escape"
+            | "comments"
+            | "allow-quoted-record-delimiter"
+    );
+    let mut no_csv = CsvInput::default();
+    let csv = match &mut req.input.format {
+        InputFormat::Csv(c) => c,
+        InputFormat::Json(_) if csv_only => {
+            return Err(format!(
+                "{key} is a CSV option (put format= after it, or drop it)"
+            ))
+        }
+        InputFormat::Json(_) => &mut no_csv,
+    };
     let num = |v: &str| {
         v.parse::<usize>()
             .map_err(|_| format!("{key}: bad number {v:?}"))
@@ -786,6 +822,14 @@ fn conformance() {
             cases.len() >= MIN_CASES,
             "only {} conformance cases found; expected at least {MIN_CASES}",
             cases.len()
+        );
+        let json = cases
+            .iter()
+            .filter(|c| matches!(c.request.input.format, InputFormat::Json(_)))
+            .count();
+        assert!(
+            json >= MIN_JSON_CASES,
+            "only {json} JSON conformance cases found; expected at least {MIN_JSON_CASES}"
         );
     }
 }

@@ -113,10 +113,7 @@ const COLS: &str = "SELECT s._1, s._3 FROM S3Object s";
 fn request(sql: &str, csv: &CsvInput) -> SelectRequest {
     SelectRequest {
         sql: sql.into(),
-        input: InputSerialization {
-            csv: csv.clone(),
-            compression: Compression::None,
-        },
+        input: InputSerialization::csv(csv.clone(), Compression::None),
         ..Default::default()
     }
 }

@@ -22,12 +22,12 @@ use sift_engine::{CsvInput, InputSerialization};
 /// table: `|` between fields and U+FDD0 as the comment marker, so that no data line is ever
 /// taken for a comment (AWS's default marker is `#`).
 pub fn dsdgen_input() -> InputSerialization {
-    InputSerialization {
-        csv: CsvInput {
+    InputSerialization::csv(
+        CsvInput {
             field_delimiter: "|".into(),
             comments: "\u{FDD0}".into(),
             ..CsvInput::default()
         },
-        ..InputSerialization::default()
-    }
+        Default::default(),
+    )
 }

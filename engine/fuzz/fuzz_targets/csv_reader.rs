@@ -87,10 +87,7 @@ fuzz_target!(|input: &[u8]| {
     for sql in QUERIES {
         let req = SelectRequest {
             sql: (*sql).into(),
-            input: InputSerialization {
-                csv: csv.clone(),
-                compression,
-            },
+            input: InputSerialization::csv(csv.clone(), compression),
             ..Default::default()
         };
         let Ok(select) = Select::new(req) else {

@@ -238,6 +238,8 @@ pub struct Chunker<W> {
     done: bool,
     /// Bytes handed to callers, i.e. what the engine processed.
     consumed: u64,
+    /// Cut between top-level JSON values (JSON DOCUMENT) instead of after record delimiters.
+    json_values: bool,
 }
 
 impl<'a, W: Window<'a>> Chunker<W> {
@@ -260,7 +262,16 @@ impl<'a, W: Window<'a>> Chunker<W> {
             skip_partial,
             done: false,
             consumed: 0,
+            json_values: false,
         }
+    }
+
+    /// Cuts chunks between top-level JSON values rather than after record delimiters (JSON
+    /// DOCUMENT input, where a value may span lines). A value is then a record: over 1 MiB
+    /// is OverMaxRecordSize.
+    pub fn split_json_values(mut self) -> Self {
+        self.json_values = true;
+        self
     }
 
     /// Bytes of the stream given out in chunks or skipped so far.
@@ -416,6 +427,9 @@ impl<'a, W: Window<'a>> Chunker<W> {
     /// The end of the last complete record in `pending`, if there is one.
     fn last_boundary(&self) -> Result<Option<usize>> {
         let bytes = self.window.bytes();
+        if self.json_values {
+            return Ok(crate::json::split::last_value_end(bytes));
+        }
         let rd = &self.fmt.record;
         let quotes_matter = self.fmt.allow_quoted_record_delimiter
             && self

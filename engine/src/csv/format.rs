@@ -63,6 +63,20 @@ impl CsvFormat {
         })
     }
 
+    /// The format that cuts JSON input into chunks at newlines: no quoting (a newline cannot
+    /// occur inside a JSON string), no comments, no header. Only the chunker reads it.
+    pub fn json_lines() -> Self {
+        CsvFormat {
+            field: vec![0],
+            record: b"\n".to_vec(),
+            quote: Vec::new(),
+            escape: Vec::new(),
+            comment: Vec::new(),
+            allow_quoted_record_delimiter: false,
+            header: FileHeaderInfo::None,
+        }
+    }
+
     /// Whether the bitmask scanner can read this format: one-byte field delimiter, quote and
     /// escape, and a record delimiter of one or two bytes. Everything else (multi-byte
     /// characters as delimiters) goes through the scalar reader, which handles any format.

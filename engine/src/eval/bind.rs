@@ -10,9 +10,10 @@ use crate::err;
 use crate::error::Result;
 use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec};
 use crate::eval::func::Func;
+use crate::json::path::{KeySet, RowStep, Step};
 use crate::sql::ast::{
-    self, AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, Expr, Ident, Literal, Projection,
-    Query, Source, UnaryOp,
+    self, AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, Expr, FromStep, Ident, Literal,
+    PathStep, Projection, Query, Source, UnaryOp,
 };
 use crate::sql::Dialect;
 use crate::value::like::LikePattern;
@@ -34,9 +35,24 @@ pub enum Output {
     Exprs(Vec<CExpr>),
 }
 
+/// What a query's names refer to.
+#[derive(Debug, Clone, Copy)]
+pub enum Columns<'h> {
+    /// CSV records: positions, and names when the header is given (FileHeaderInfo=USE).
+    Csv(Option<&'h [String]>),
+    /// JSON values: names are keys, and paths lead into nested values.
+    Json,
+}
+
 /// A query ready to run over records.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// JSON input: the rows each top-level value makes (the FROM path); empty for one row
+    /// per value.
+    pub rows: Vec<RowStep>,
+    /// JSON input: the keys of a top-level object the query reads, so that the reader
+    /// builds only those members; `None` when it needs them all.
+    pub top_keys: Option<KeySet>,
     pub filter: Option<CExpr>,
     pub output: Output,
     /// Non-empty for an aggregate query; then `output` reads `CExpr::AggResult`s.
@@ -55,7 +71,11 @@ impl Plan {
 struct Binder<'q> {
     dialect: Dialect,
     header: Option<&'q [String]>,
+    json: bool,
     alias: Option<&'q Ident>,
+    /// JSON input without an alias: the name the row goes by, from the end of the FROM
+    /// path (`price` in `S3Object[*].books[*].price`, `_1` after a wildcard).
+    implicit_alias: Option<&'q str>,
     items: &'q [ast::SelectItem],
     /// Aliases being expanded (Ceph dialect), to refuse cycles.
     expanding: Vec<String>,
@@ -63,8 +83,27 @@ struct Binder<'q> {
     in_aggregate: bool,
 }
 
-/// Binds `query` to an input whose header is `header` (with FileHeaderInfo=USE).
-pub fn bind(query: &Query, dialect: Dialect, header: Option<&[String]>) -> Result<Plan> {
+/// Binds `query` to an input whose names are `columns`.
+pub fn bind(query: &Query, dialect: Dialect, columns: Columns<'_>) -> Result<Plan> {
+    let (header, json) = match columns {
+        Columns::Csv(header) => (header, false),
+        Columns::Json => (None, true),
+    };
+    if !json && !query.from.path.is_empty() {
+        return Err(err!(
+            ParseUnsupportedSyntax,
+            "FROM S3Object[*]… applies to JSON input only; CSV is read FROM S3Object"
+        ));
+    }
+    // The leading `[*]` is over the top-level values, which make rows anyway.
+    let after_root = query.from.path.get(1..).unwrap_or_default();
+    let rows = after_root.iter().map(row_step).collect::<Vec<_>>();
+    let implicit_alias = match after_root.last() {
+        _ if query.from.alias.is_some() => None,
+        Some(FromStep::Key(k)) => Some(k.name.as_str()),
+        Some(_) => Some("_1"),
+        None => None,
+    };
     if query.from.source == Source::Stdin && dialect != Dialect::Ceph {
         return Err(err!(
             InvalidDataSource,
@@ -79,7 +118,9 @@ pub fn bind(query: &Query, dialect: Dialect, header: Option<&[String]>) -> Resul
     let mut b = Binder {
         dialect,
         header,
+        json,
         alias: query.from.alias.as_ref(),
+        implicit_alias,
         items,
         expanding: Vec::new(),
         aggs: Vec::new(),
@@ -126,7 +167,37 @@ pub fn bind(query: &Query, dialect: Dialect, header: Option<&[String]>) -> Resul
             (Output::Exprs(exprs), names)
         }
     };
+    let top_keys = match (rows.first(), &output) {
+        _ if !json => None,
+        (Some(RowStep::Step(Step::Key { name, exact })), _) => {
+            Some(KeySet::new([(name.clone(), *exact)]))
+        }
+        (Some(_), _) | (None, Output::Star) => None,
+        (None, Output::Exprs(exprs)) => {
+            let mut keys = Some(Vec::new());
+            let all = exprs
+                .iter()
+                .chain(filter.iter())
+                .chain(b.aggs.iter().filter_map(|a| a.arg.as_ref()));
+            for e in all {
+                visit(e, &mut |x| {
+                    if let CExpr::Path { steps } = x {
+                        match (steps.first(), keys.as_mut()) {
+                            (None, _) => keys = None,
+                            (Some(Step::Key { name, exact }), Some(k)) => {
+                                k.push((name.clone(), *exact))
+                            }
+                            _ => {}
+                        }
+                    }
+                });
+            }
+            keys.map(KeySet::new)
+        }
+    };
     Ok(Plan {
+        rows,
+        top_keys,
         filter,
         output,
         aggs: b.aggs,
@@ -139,6 +210,13 @@ pub fn bind(query: &Query, dialect: Dialect, header: Option<&[String]>) -> Resul
 fn output_name(item: &ast::SelectItem, index: usize) -> String {
     if let Some(a) = &item.alias {
         return a.name.clone();
+    }
+    if let Expr::Column(ColumnRef { path, .. }) = &item.expr {
+        match path.last() {
+            Some(PathStep::Key(k)) => return k.name.clone(),
+            Some(PathStep::Index(_)) => return format!("_{}", index + 1),
+            None => {}
+        }
     }
     match &item.expr {
         Expr::Column(ColumnRef {
@@ -160,6 +238,7 @@ fn references_fields(e: &CExpr) -> bool {
         any |= matches!(
             x,
             CExpr::Field { .. }
+                | CExpr::Path { .. }
                 | CExpr::EmptyAsNullCast { .. }
                 | CExpr::IntFieldCmp { .. }
                 | CExpr::StrFieldCmp { .. }
@@ -174,6 +253,7 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
     match e {
         CExpr::Const(_)
         | CExpr::Field { .. }
+        | CExpr::Path { .. }
         | CExpr::EmptyAsNullCast { .. }
         | CExpr::IntFieldCmp { .. }
         | CExpr::StrFieldCmp { .. }
@@ -273,8 +353,79 @@ fn literal(l: &Literal, pos: ast::Pos) -> Result<Value<'static>> {
     })
 }
 
+fn key_step(k: &Ident) -> Step {
+    Step::Key {
+        name: k.name.as_str().into(),
+        exact: k.quoted,
+    }
+}
+
+fn path_step(s: &PathStep) -> Step {
+    match s {
+        PathStep::Key(k) => key_step(k),
+        PathStep::Index(i) => Step::Index(usize::try_from(*i).unwrap_or(usize::MAX)),
+    }
+}
+
+fn row_step(s: &FromStep) -> RowStep {
+    match s {
+        FromStep::Key(k) => RowStep::Step(key_step(k)),
+        FromStep::Index(i) => RowStep::Step(Step::Index(usize::try_from(*i).unwrap_or(usize::MAX))),
+        FromStep::AnyIndex => RowStep::EachElement,
+        FromStep::AnyKey => RowStep::EachMember,
+    }
+}
+
 impl Binder<'_> {
+    /// Whether `name` is what the row goes by: the FROM alias, the implicit name at the end
+    /// of a FROM path, or `S3Object` itself.
+    fn names_row(&self, name: &Ident) -> bool {
+        match (self.alias, self.implicit_alias) {
+            (Some(a), _) if names_match(a, &name.name, name.quoted) => true,
+            (None, Some(implicit)) if name.name.eq_ignore_ascii_case(implicit) => true,
+            _ => name.name.eq_ignore_ascii_case("s3object") && !name.quoted,
+        }
+    }
+
+    /// A column of JSON input: a path from the row. `s.a.b` starts at the row when `s`
+    /// names it and is the path `s.a.b` otherwise (a JSON key may be called anything).
+    fn json_column(&mut self, c: &ColumnRef) -> Result<CExpr> {
+        let target = match &c.target {
+            ColumnTarget::Name(id) => id.clone(),
+            // `_3` is just a key for JSON; `_1` names the row after a wildcard FROM path.
+            ColumnTarget::Position(n) => Ident {
+                name: format!("_{n}"),
+                quoted: false,
+                pos: c.pos,
+            },
+        };
+        let mut steps = Vec::with_capacity(c.path.len() + 2);
+        match &c.qualifier {
+            Some(q) if self.names_row(q) => steps.push(key_step(&target)),
+            Some(q) => {
+                steps.push(key_step(q));
+                steps.push(key_step(&target));
+            }
+            None if self.names_row(&target) => {}
+            None => steps.push(key_step(&target)),
+        }
+        steps.extend(c.path.iter().map(path_step));
+        Ok(CExpr::Path {
+            steps: steps.into(),
+        })
+    }
+
     fn column(&mut self, c: &ColumnRef) -> Result<CExpr> {
+        if self.json {
+            return self.json_column(c);
+        }
+        if !c.path.is_empty() {
+            return Err(err!(
+                UnsupportedSqlStructure,
+                "the path at {} leads into a nested value, which CSV input does not have",
+                c.pos
+            ));
+        }
         if let Some(q) = &c.qualifier {
             let ok = match self.alias {
                 Some(a) => {

@@ -83,6 +83,7 @@ pub fn unrelated_types(l: &Value<'_>, r: &Value<'_>) -> bool {
         Value::Str(_) => 0,
         Value::Bool(_) => 1,
         Value::Timestamp(_) => 2,
+        Value::Nested(_) => 4,
         _ => 3,
     };
     let (a, b) = (class(l), class(r));
@@ -99,6 +100,12 @@ pub fn to_text<'a>(v: &'a Value<'_>) -> Cow<'a, str> {
         Value::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
         Value::Timestamp(t) => Cow::Owned(t.to_string()),
         Value::Null | Value::Missing => Cow::Borrowed(""),
+        // Nested values read as their JSON text, as in CSV output.
+        Value::Nested(n) => {
+            let mut text = Vec::new();
+            crate::json::write_node(&mut text, n.node());
+            Cow::Owned(String::from_utf8_lossy(&text).into_owned())
+        }
     }
 }
 
@@ -126,6 +133,9 @@ fn cast_failed(v: &Value<'_>, to: &str, pos: Pos) -> crate::error::SelectError {
 pub fn cast<'a>(v: Value<'a>, to: CastType, pos: Pos) -> Result<Value<'a>> {
     if v.is_absent() {
         return Ok(v);
+    }
+    if matches!(v, Value::Nested(_)) && to != CastType::String {
+        return Err(cast_failed(&v, &to.to_string(), pos));
     }
     match to {
         CastType::String => Ok(match v {

@@ -13,6 +13,8 @@ use crate::err;
 use crate::error::Result;
 use crate::eval::coerce::{self, compare, to_text};
 use crate::eval::func::Func;
+use crate::json::path::{node_value, walk, Step};
+use crate::json::Node;
 use crate::sql::ast::{CastType, DatePart, Pos, TrimSpec};
 use crate::value::like::LikePattern;
 use crate::value::numeric::parse_i64;
@@ -54,6 +56,10 @@ pub enum CExpr {
     /// Field `index` (0-based) of the record; `name` is how the query wrote it.
     Field {
         index: usize,
+    },
+    /// JSON input: the value at the end of `steps` from the row (the row itself when empty).
+    Path {
+        steps: Box<[Step]>,
     },
     /// `CASE f WHEN '' THEN NULL ELSE CAST(f AS t) END`: what Trino and Presto send for every
     /// typed column. Recognised by the binder so that the field is read once.
@@ -156,6 +162,8 @@ pub enum CExpr {
 /// What an expression can see while it is evaluated.
 pub struct Row<'r, 'c> {
     pub record: &'r Record<'c>,
+    /// JSON input: the row's value (`None` for a MISSING row, and for CSV input).
+    pub node: Option<&'r Node<'c>>,
     /// Final aggregate values, for an aggregate query's projection.
     pub aggs: &'r [Value<'static>],
 }
@@ -212,6 +220,7 @@ impl CExpr {
         match self {
             CExpr::Const(v) => Ok(v.clone()),
             CExpr::Field { index } => field_value(row.record, *index),
+            CExpr::Path { steps } => Ok(node_value(walk(row.node, steps))),
             CExpr::EmptyAsNullCast { index, to, pos } => {
                 let v = field_value(row.record, *index)?;
                 match &v {
@@ -555,6 +564,14 @@ fn as_truth(v: Value<'_>) -> Option<bool> {
 pub fn compare_op(op: CmpOp, l: &Value<'_>, r: &Value<'_>) -> Value<'static> {
     if l.is_absent() || r.is_absent() {
         return absent_of(l, r);
+    }
+    if matches!(l, Value::Nested(_)) || matches!(r, Value::Nested(_)) {
+        // Arrays and objects are equal when their JSON values are; they have no order.
+        return match op {
+            CmpOp::Eq => Value::Bool(l == r),
+            CmpOp::NotEq => Value::Bool(l != r),
+            _ => Value::Missing,
+        };
     }
     match compare(l, r) {
         Some(ord) => Value::Bool(apply(op, ord)),

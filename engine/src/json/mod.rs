@@ -1,7 +1,8 @@
-//! JSON input (issue #5, under construction): the parser and writer come first; JSON paths
-//! in SQL and the LINES/DOCUMENT readers build on them.
+//! JSON input: the parser, the writer, and how JSON values become SQL rows and values.
 
 pub mod parse;
+pub mod path;
+pub mod split;
 pub mod write;
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ pub enum Node<'a> {
     Null,
     Bool(bool),
     /// A number as written; the text is known to match JSON's number grammar.
-    Number(&'a str),
+    Number(Cow<'a, str>),
     String(Cow<'a, str>),
     Array(Vec<Node<'a>>),
     /// Members in input order, duplicates included.
@@ -41,6 +41,25 @@ impl<'a> Node<'a> {
         match self {
             Node::Object(members) => members.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
+        }
+    }
+
+    /// A copy that borrows nothing, for values that outlive the input buffer (aggregates,
+    /// constants).
+    pub fn to_static(&self) -> Node<'static> {
+        let own = |s: &Cow<'_, str>| Cow::Owned(s.to_string());
+        match self {
+            Node::Null => Node::Null,
+            Node::Bool(b) => Node::Bool(*b),
+            Node::Number(n) => Node::Number(own(n)),
+            Node::String(s) => Node::String(own(s)),
+            Node::Array(items) => Node::Array(items.iter().map(Node::to_static).collect()),
+            Node::Object(members) => Node::Object(
+                members
+                    .iter()
+                    .map(|(k, v)| (own(k), v.to_static()))
+                    .collect(),
+            ),
         }
     }
 
@@ -69,14 +88,34 @@ pub struct JsonError {
 #[derive(Debug, Clone)]
 pub struct Parser<'a> {
     input: &'a [u8],
+    /// The input as text when it is known to be UTF-8 (checked once, in bulk), so that
+    /// strings need no check of their own.
+    text: Option<&'a str>,
     pos: usize,
 }
+
+/// Which members of a top-level object to keep (the keys a query reads); the others are
+/// checked for well-formedness and dropped, which saves building them.
+pub type KeepKey<'k> = &'k dyn Fn(&[u8]) -> bool;
 
 type Result<T> = std::result::Result<T, JsonError>;
 
 impl<'a> Parser<'a> {
     pub fn new(input: &'a [u8]) -> Self {
-        Parser { input, pos: 0 }
+        Parser {
+            input,
+            text: None,
+            pos: 0,
+        }
+    }
+
+    /// A parser over text already known to be UTF-8.
+    pub fn for_text(text: &'a str) -> Self {
+        Parser {
+            input: text.as_bytes(),
+            text: Some(text),
+            pos: 0,
+        }
     }
 
     /// The offset of the next unread byte.
@@ -92,7 +131,13 @@ impl<'a> Parser<'a> {
 
     /// Parses the value that starts at the next non-whitespace byte.
     pub fn value(&mut self) -> Result<Node<'a>> {
-        self.value_at(0)
+        self.value_at(0, None)
+    }
+
+    /// Like [`Parser::value`], but a top-level object keeps only the members whose key
+    /// `keep` accepts. Errors are those of [`Parser::value`]: dropped members are parsed too.
+    pub fn value_keeping(&mut self, keep: KeepKey<'_>) -> Result<Node<'a>> {
+        self.value_at(0, Some(keep))
     }
 
     fn error<T>(&self, what: &'static str) -> Result<T> {
@@ -102,7 +147,13 @@ impl<'a> Parser<'a> {
         })
     }
 
+    #[inline]
     fn skip_whitespace(&mut self) {
+        // Compact JSON has none: test the next byte before looping.
+        match self.input.get(self.pos) {
+            Some(b' ' | b'\t' | b'\n' | b'\r') => {}
+            _ => return,
+        }
         while let Some(&b) = self.input.get(self.pos) {
             if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
                 self.pos += 1;
@@ -116,11 +167,11 @@ impl<'a> Parser<'a> {
         self.input.get(self.pos).copied()
     }
 
-    fn value_at(&mut self, depth: usize) -> Result<Node<'a>> {
+    fn value_at(&mut self, depth: usize, keep: Option<KeepKey<'_>>) -> Result<Node<'a>> {
         self.skip_whitespace();
         match self.peek() {
             None => self.error("expected a JSON value, found the end of the input"),
-            Some(b'{') => self.object(depth + 1),
+            Some(b'{') => self.object(depth + 1, keep),
             Some(b'[') => self.array(depth + 1),
             Some(b'"') => Ok(Node::String(self.string()?)),
             Some(b't') => self.literal(b"true", Node::Bool(true)),
@@ -148,8 +199,9 @@ impl<'a> Parser<'a> {
         self.pos - start
     }
 
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-    fn number(&mut self) -> Result<Node<'a>> {
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`: checks a number and returns
+    /// where it starts.
+    fn number_span(&mut self) -> Result<usize> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -181,19 +233,106 @@ impl<'a> Parser<'a> {
                 return self.error("expected a digit in the exponent");
             }
         }
-        // Only ASCII bytes were consumed, so the slice is valid UTF-8.
-        match std::str::from_utf8(&self.input[start..self.pos]) {
-            Ok(text) => Ok(Node::Number(text)),
-            Err(_) => self.error("invalid number"),
+        Ok(start)
+    }
+
+    fn number(&mut self) -> Result<Node<'a>> {
+        let start = self.number_span()?;
+        Ok(Node::Number(Cow::Borrowed(self.ascii(start, self.pos)?)))
+    }
+
+    /// `input[start..end]`, known to be ASCII, as text.
+    fn ascii(&self, start: usize, end: usize) -> Result<&'a str> {
+        if let Some(s) = self.text.and_then(|t| t.get(start..end)) {
+            return Ok(s);
+        }
+        std::str::from_utf8(&self.input[start..end]).or_else(|_| self.error("invalid text"))
+    }
+
+    /// Checks the string starting at the opening quote and moves past it. Returns the
+    /// offset of its first byte and whether it holds escapes. Escapes are checked here
+    /// (surrogates included); UTF-8 is checked by the caller, or was checked in bulk.
+    fn string_span(&mut self) -> Result<(usize, bool)> {
+        self.pos += 1; // the opening quote
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            self.pos += plain_prefix(&self.input[self.pos..]);
+            let Some(&b) = self.input.get(self.pos) else {
+                return self.error("unterminated string");
+            };
+            match b {
+                b'"' => {
+                    self.pos += 1;
+                    return Ok((start, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.pos += 1;
+                    match self.peek() {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                            self.pos += 1
+                        }
+                        Some(b'u') => {
+                            self.pos += 1;
+                            self.unicode_escape()?;
+                        }
+                        None => return self.error("unterminated string"),
+                        Some(_) => return self.error("invalid escape in a string"),
+                    }
+                }
+                0..=0x1f => return self.error("unescaped control character in a string"),
+                _ => self.pos += 1,
+            }
         }
     }
 
-    /// A string starting at the opening quote. Until the first escape the text is only
-    /// scanned; a string without escapes is then a slice of the input. From the first escape
-    /// on, the text is decoded into a new buffer.
+    /// A value checked and skipped without building it (members a query does not read).
+    fn skip_value(&mut self, depth: usize) -> Result<()> {
+        self.skip_whitespace();
+        match self.peek() {
+            None => self.error("expected a JSON value, found the end of the input"),
+            Some(b'"') => {
+                let (start, _) = self.string_span()?;
+                if self.text.is_none() {
+                    let end = self.pos - 1;
+                    if let Err(e) = std::str::from_utf8(&self.input[start..end]) {
+                        self.pos = start + e.valid_up_to();
+                        return self.error("invalid UTF-8 in a string");
+                    }
+                }
+                Ok(())
+            }
+            Some(b'-' | b'0'..=b'9') => self.number_span().map(drop),
+            Some(b'{' | b'[') => self.value_at(depth, None).map(drop),
+            Some(b't') => self.literal(b"true", Node::Null).map(drop),
+            Some(b'f') => self.literal(b"false", Node::Null).map(drop),
+            Some(b'n') => self.literal(b"null", Node::Null).map(drop),
+            Some(_) => self.error("expected a JSON value"),
+        }
+    }
+
+    /// A string starting at the opening quote. It is checked first ([`Parser::string_span`]);
+    /// a string without escapes is then a slice of the input, one with escapes is decoded
+    /// into a new buffer.
     fn string(&mut self) -> Result<Cow<'a, str>> {
-        self.pos += 1; // the opening quote
-        let start = self.pos;
+        let open = self.pos;
+        let (start, escaped) = self.string_span()?;
+        if !escaped {
+            let end = self.pos - 1;
+            if let Some(s) = self.text.and_then(|t| t.get(start..end)) {
+                return Ok(Cow::Borrowed(s));
+            }
+            return match std::str::from_utf8(&self.input[start..end]) {
+                Ok(s) => Ok(Cow::Borrowed(s)),
+                Err(e) => {
+                    self.pos = start + e.valid_up_to();
+                    self.error("invalid UTF-8 in a string")
+                }
+            };
+        }
+        // Escapes: decode (the span is known to be well-formed).
+        self.pos = open + 1;
         let mut decoded: Option<Vec<u8>> = None;
         loop {
             let Some(stop) = memchr::memchr2(b'"', b'\\', &self.input[self.pos..]) else {
@@ -313,7 +452,7 @@ impl<'a> Parser<'a> {
             return Ok(Node::Array(items));
         }
         loop {
-            items.push(self.value_at(depth)?);
+            items.push(self.value_at(depth, None)?);
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -327,7 +466,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Node<'a>> {
+    fn object(&mut self, depth: usize, keep: Option<KeepKey<'_>>) -> Result<Node<'a>> {
         if depth > MAX_DEPTH {
             return self.error("JSON nested too deeply");
         }
@@ -345,14 +484,7 @@ impl<'a> Parser<'a> {
                 None => return self.error("unterminated object"),
                 Some(_) => return self.error("expected a string key in an object"),
             }
-            let key = self.string()?;
-            self.skip_whitespace();
-            if self.peek() != Some(b':') {
-                return self.error("expected ':' after an object key");
-            }
-            self.pos += 1;
-            let value = self.value_at(depth)?;
-            members.push((key, value));
+            self.member(depth, keep, &mut members)?;
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -364,6 +496,79 @@ impl<'a> Parser<'a> {
                 Some(_) => return self.error("expected ',' or '}' in an object"),
             }
         }
+    }
+}
+
+/// The length of the run of string bytes at the start of `bytes` that need no attention:
+/// not `"`, not `\\`, not a control character. Eight bytes at a time (SWAR): strings are
+/// mostly short keys, for which a memchr call costs more than it saves.
+#[inline]
+fn plain_prefix(bytes: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut i = 0;
+    while let Some(word) = bytes.get(i..i + 8) {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(word);
+        let x = u64::from_le_bytes(le);
+        // A byte below 0x20 leaves its high bit set in x - 0x20 (where x's is clear).
+        let special = has_zero(x ^ (ONES * u64::from(b'"')))
+            | has_zero(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+        if special != 0 {
+            // The lowest flagged byte is the first special one; flags above it may be
+            // spurious (borrows), which does not matter.
+            return i + (special.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&b) = bytes.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+impl<'a> Parser<'a> {
+    /// One `"key": value` member of an object, added to `members` unless `keep` refuses it.
+    fn member(
+        &mut self,
+        depth: usize,
+        keep: Option<KeepKey<'_>>,
+        members: &mut Vec<(Cow<'a, str>, Node<'a>)>,
+    ) -> Result<()> {
+        // With checked text and a key without escapes, an unwanted member is decided on the
+        // key's bytes and skipped: no string is made for it. Otherwise the key is read again
+        // as a string below.
+        if let (Some(k), Some(_)) = (keep, self.text) {
+            let key_start = self.pos;
+            let (start, escaped) = self.string_span()?;
+            if !escaped && !k(&self.input[start..self.pos - 1]) {
+                self.colon()?;
+                return self.skip_value(depth);
+            }
+            self.pos = key_start;
+        }
+        let key = self.string()?;
+        self.colon()?;
+        if keep.is_some_and(|k| !k(key.as_bytes())) {
+            return self.skip_value(depth);
+        }
+        let value = self.value_at(depth, None)?;
+        members.push((key, value));
+        Ok(())
+    }
+
+    fn colon(&mut self) -> Result<()> {
+        self.skip_whitespace();
+        if self.peek() != Some(b':') {
+            return self.error("expected ':' after an object key");
+        }
+        self.pos += 1;
+        Ok(())
     }
 }
 
@@ -393,12 +598,31 @@ mod tests {
     }
 
     #[test]
+    fn plain_prefix_stops_at_the_first_special_byte() {
+        for text in [&b"abcdefghijklmnop"[..], b"", b"a", b"\"", b"\\", b"\x1f"] {
+            for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                for at in 0..=text.len() {
+                    let mut v = text.to_vec();
+                    v.insert(at, special);
+                    let want = v
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                        .unwrap_or(v.len());
+                    assert_eq!(super::plain_prefix(&v), want, "{v:?}");
+                }
+            }
+        }
+        let wide = "é\u{7f}\u{ff}😀xyz012345";
+        assert_eq!(super::plain_prefix(wide.as_bytes()), wide.len());
+    }
+
+    #[test]
     fn scalars() {
         assert_eq!(ok("null"), Node::Null);
         assert_eq!(ok(" true "), Node::Bool(true));
         assert_eq!(ok("false"), Node::Bool(false));
         for n in ["0", "-0", "12", "-3.25", "1e3", "2.5E-7", "0.0", "1E+2"] {
-            assert_eq!(ok(n), Node::Number(n));
+            assert_eq!(ok(n), Node::Number(n.into()));
         }
         assert_eq!(ok(r#""plain""#), Node::String(Cow::Borrowed("plain")));
     }
@@ -421,7 +645,7 @@ mod tests {
         assert_eq!(
             v.get("a"),
             Some(&Node::Array(vec![
-                Node::Number("1"),
+                Node::Number("1".into()),
                 Node::Object(vec![(Cow::Borrowed("b"), Node::Null)])
             ]))
         );
@@ -487,6 +711,6 @@ mod tests {
             got.push(p.value().unwrap());
         }
         assert_eq!(got.len(), 4);
-        assert_eq!(got[2], Node::Number("3"));
+        assert_eq!(got[2], Node::Number("3".into()));
     }
 }

@@ -41,11 +41,35 @@ pub struct SelectItem {
     pub alias: Option<Ident>,
 }
 
-/// The FROM clause: `S3Object`, `S3Object s`, `S3Object AS s`, or (Ceph dialect) `stdin`.
+/// The FROM clause: `S3Object`, `S3Object s`, `S3Object AS s`, or (Ceph dialect) `stdin`;
+/// for JSON input also `S3Object[*].path` with the same alias forms.
 #[derive(Debug, Clone, PartialEq)]
 pub struct From {
     pub source: Source,
+    /// `S3Object[*]` and the steps after it, the first always [`FromStep::AnyIndex`] (over
+    /// the object's top-level values); empty for plain `S3Object`.
+    pub path: Vec<FromStep>,
     pub alias: Option<Ident>,
+}
+
+/// One step of a FROM path. The wildcards turn one value into many rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FromStep {
+    /// `.name`, `."Name"` or `['name']` (the last always exact).
+    Key(Ident),
+    /// `[n]`.
+    Index(u64),
+    /// `[*]`: every element of an array.
+    AnyIndex,
+    /// `.*`: every member value of an object.
+    AnyKey,
+}
+
+/// One step of a path in an expression (`s.a.b`, `s.a[0]`, `s."Key"`, `s['key']`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathStep {
+    Key(Ident),
+    Index(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,9 +90,12 @@ pub struct Ident {
 /// A reference to a field of the current record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnRef {
-    /// The table alias it was written with (`s` in `s._1`), if any.
+    /// The table alias it was written with (`s` in `s._1`), if any. For JSON input the
+    /// binder treats a qualifier that is not the alias as the first key of the path.
     pub qualifier: Option<Ident>,
     pub target: ColumnTarget,
+    /// Further steps into a JSON value (`b`, `[0]` in `s.a.b[0]`); always empty for CSV.
+    pub path: Vec<PathStep>,
     pub pos: Pos,
 }
 

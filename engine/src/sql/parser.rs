@@ -28,8 +28,8 @@
 use crate::err;
 use crate::error::{ErrorCode, SelectError};
 use crate::sql::ast::{
-    AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, DatePart, Expr, From, Ident, Literal,
-    Pos, Projection, Query, SelectItem, Source, TrimSpec, UnaryOp,
+    AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, DatePart, Expr, From, FromStep, Ident,
+    Literal, PathStep, Pos, Projection, Query, SelectItem, Source, TrimSpec, UnaryOp,
 };
 use crate::sql::lexer::{tokenize, Keyword, Token, TokenKind};
 use crate::sql::Dialect;
@@ -414,14 +414,89 @@ impl Parser<'_> {
             return Err(self.unexpected(ErrorCode::ParseUnexpectedToken, "S3Object"));
         };
         self.advance();
-        if matches!(self.kind(), TokenKind::LBracket | TokenKind::Dot) {
-            return Err(self.error_here(
+        let path = self.source_path()?;
+        let alias = self.alias()?;
+        Ok(From {
+            source,
+            path,
+            alias,
+        })
+    }
+
+    /// `[*]` followed by steps, after `S3Object` (JSON input only; the binder checks that).
+    /// AWS lets `[*]` alone be omitted, but a path must start with it. The path returned
+    /// starts with that `[*]` (over the object's top-level values).
+    fn source_path(&mut self) -> Result<Vec<FromStep>, SelectError> {
+        match self.kind() {
+            TokenKind::LBracket => {}
+            TokenKind::Dot => {
+                return Err(self.error_here(
+                    ErrorCode::ParseUnsupportedSyntax,
+                    "a path into the object starts with S3Object[*], as in S3Object[*].a.b",
+                ))
+            }
+            _ => return Ok(Vec::new()),
+        }
+        self.advance();
+        if !self.eat(&TokenKind::Star) {
+            return Err(self.unexpected(
                 ErrorCode::ParseUnsupportedSyntax,
-                "paths into the object (S3Object[*].a, S3Object.a) are not supported yet",
+                "'*': a path into the object starts with S3Object[*]",
             ));
         }
-        let alias = self.alias()?;
-        Ok(From { source, alias })
+        self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
+        let mut path = vec![FromStep::AnyIndex];
+        loop {
+            match self.kind() {
+                TokenKind::Dot => {
+                    self.advance();
+                    if self.eat(&TokenKind::Star) {
+                        path.push(FromStep::AnyKey);
+                    } else {
+                        path.push(FromStep::Key(self.path_key()?));
+                    }
+                }
+                TokenKind::LBracket => {
+                    self.advance();
+                    let step = match self.kind().clone() {
+                        TokenKind::Star => FromStep::AnyIndex,
+                        TokenKind::Int(n) => FromStep::Index(u64::try_from(n).unwrap_or(0)),
+                        TokenKind::Str(name) => FromStep::Key(Ident {
+                            name,
+                            quoted: true,
+                            pos: self.peek().pos,
+                        }),
+                        _ => {
+                            return Err(self.unexpected(
+                                ErrorCode::ParseUnexpectedToken,
+                                "'*', an array index or a quoted key",
+                            ))
+                        }
+                    };
+                    self.advance();
+                    self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
+                    path.push(step);
+                }
+                _ => return Ok(path),
+            }
+        }
+    }
+
+    /// A key after a dot: an identifier, a double-quoted name (exact), or a reserved word
+    /// used as a name (`s.date`), taken as written.
+    fn path_key(&mut self) -> Result<Ident, SelectError> {
+        if let Some(ident) = self.ident_token() {
+            return Ok(ident);
+        }
+        if let TokenKind::Keyword(_) = self.kind() {
+            let token = self.advance();
+            return Ok(Ident {
+                name: self.sql[token.span.clone()].to_string(),
+                quoted: false,
+                pos: token.pos,
+            });
+        }
+        Err(self.unexpected(ErrorCode::ParseUnexpectedToken, "a name"))
     }
 
     /// The number after LIMIT.
@@ -763,25 +838,57 @@ impl Parser<'_> {
                     "'alias.*' is only allowed alone in the SELECT list",
                 ));
             }
-            let Some(second) = self.ident_token() else {
-                return Err(self.unexpected(
-                    ErrorCode::ParseUnexpectedToken,
-                    "a column name (double-quote names that are keywords)",
-                ));
-            };
+            let second = self.path_key()?;
             (Some(first), column_target(second))
         } else {
             (None, column_target(first))
         };
-        if matches!(self.kind(), TokenKind::Dot | TokenKind::LBracket) {
-            return Err(self.error_here(
-                ErrorCode::ParseUnsupportedSyntax,
-                "nested paths and indexes are not supported",
-            ));
+        let mut path = Vec::new();
+        loop {
+            match self.kind() {
+                TokenKind::Dot => {
+                    self.advance();
+                    if *self.kind() == TokenKind::Star {
+                        return Err(self.error_here(
+                            ErrorCode::ParseUnsupportedSyntax,
+                            "wildcards ('.*', '[*]') are only allowed in the FROM clause",
+                        ));
+                    }
+                    path.push(PathStep::Key(self.path_key()?));
+                }
+                TokenKind::LBracket => {
+                    self.advance();
+                    let step = match self.kind().clone() {
+                        TokenKind::Int(n) => PathStep::Index(u64::try_from(n).unwrap_or(0)),
+                        TokenKind::Str(name) => PathStep::Key(Ident {
+                            name,
+                            quoted: true,
+                            pos: self.peek().pos,
+                        }),
+                        TokenKind::Star => {
+                            return Err(self.error_here(
+                                ErrorCode::ParseUnsupportedSyntax,
+                                "wildcards ('.*', '[*]') are only allowed in the FROM clause",
+                            ))
+                        }
+                        _ => {
+                            return Err(self.unexpected(
+                                ErrorCode::ParseUnexpectedToken,
+                                "an array index or a quoted key",
+                            ))
+                        }
+                    };
+                    self.advance();
+                    self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
+                    path.push(step);
+                }
+                _ => break,
+            }
         }
         Ok(Expr::Column(ColumnRef {
             qualifier,
             target,
+            path,
             pos,
         }))
     }

@@ -10,8 +10,8 @@
 use std::fmt::{self, Display, Formatter, Write};
 
 use crate::sql::ast::{
-    AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, DatePart, Expr, From, Ident, Literal,
-    Pos, Projection, Query, SelectItem, Source, TrimSpec, UnaryOp,
+    AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, DatePart, Expr, From, FromStep, Ident,
+    Literal, PathStep, Pos, Projection, Query, SelectItem, Source, TrimSpec, UnaryOp,
 };
 
 impl Display for Query {
@@ -55,6 +55,14 @@ impl Display for From {
             Source::S3Object => "S3Object",
             Source::Stdin => "stdin",
         })?;
+        for step in &self.path {
+            match step {
+                FromStep::Key(k) => write!(f, ".{k}")?,
+                FromStep::Index(i) => write!(f, "[{i}]")?,
+                FromStep::AnyIndex => f.write_str("[*]")?,
+                FromStep::AnyKey => f.write_str(".*")?,
+            }
+        }
         if let Some(alias) = &self.alias {
             write!(f, " AS {alias}")?;
         }
@@ -90,9 +98,16 @@ impl Display for ColumnRef {
             write!(f, "{qualifier}.")?;
         }
         match &self.target {
-            ColumnTarget::Position(n) => write!(f, "_{n}"),
-            ColumnTarget::Name(name) => write!(f, "{name}"),
+            ColumnTarget::Position(n) => write!(f, "_{n}")?,
+            ColumnTarget::Name(name) => write!(f, "{name}")?,
         }
+        for step in &self.path {
+            match step {
+                PathStep::Key(k) => write!(f, ".{k}")?,
+                PathStep::Index(i) => write!(f, "[{i}]")?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -316,6 +331,11 @@ pub fn without_positions(query: &Query) -> Query {
     if let Some(alias) = &mut q.from.alias {
         alias.pos = Pos::default();
     }
+    for step in &mut q.from.path {
+        if let FromStep::Key(k) = step {
+            k.pos = Pos::default();
+        }
+    }
     if let Some(condition) = &mut q.where_clause {
         zero_expr(condition);
     }
@@ -332,6 +352,11 @@ fn zero_expr(e: &mut Expr) {
             }
             if let ColumnTarget::Name(name) = &mut column.target {
                 name.pos = Pos::default();
+            }
+            for step in &mut column.path {
+                if let PathStep::Key(k) = step {
+                    k.pos = Pos::default();
+                }
             }
         }
         Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } | Expr::IsMissing { expr, .. } => {

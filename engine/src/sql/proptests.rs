@@ -170,13 +170,28 @@ fn column() -> impl Strategy<Value = Expr> {
         any::<u64>().prop_map(ColumnTarget::Position),
         ident().prop_map(ColumnTarget::Name),
     ];
-    (prop::option::of(ident()), target).prop_map(|(qualifier, target)| {
-        Expr::Column(ColumnRef {
-            qualifier,
-            target,
-            pos: Pos::default(),
+    let step = prop_oneof![
+        3 => ident().prop_map(PathStep::Key),
+        1 => (0..=i64::MAX as u64).prop_map(PathStep::Index),
+    ];
+    (
+        prop::option::of(ident()),
+        target,
+        prop::collection::vec(step, 0..3),
+    )
+        .prop_map(|(qualifier, target, mut path)| {
+            // `x.k` always parses as qualifier `x` and column `k`: without a qualifier, a
+            // path may only start with an index.
+            if qualifier.is_none() && matches!(path.first(), Some(PathStep::Key(_))) {
+                path.clear();
+            }
+            Expr::Column(ColumnRef {
+                qualifier,
+                target,
+                path,
+                pos: Pos::default(),
+            })
         })
-    })
 }
 
 fn literal() -> impl Strategy<Value = Literal> {
@@ -371,8 +386,23 @@ fn query() -> impl Strategy<Value = Query> {
         1 => Just(Projection::Star),
         4 => prop::collection::vec(item, 1..4).prop_map(Projection::Items),
     ];
-    let from = prop::option::of(ident()).prop_map(|alias| From {
+    let step = prop_oneof![
+        3 => ident().prop_map(FromStep::Key),
+        1 => (0..=i64::MAX as u64).prop_map(FromStep::Index),
+        1 => Just(FromStep::AnyIndex),
+        1 => Just(FromStep::AnyKey),
+    ];
+    let path = prop_oneof![
+        Just(Vec::new()),
+        prop::collection::vec(step, 0..3).prop_map(|steps| {
+            let mut path = vec![FromStep::AnyIndex];
+            path.extend(steps);
+            path
+        }),
+    ];
+    let from = (prop::option::of(ident()), path).prop_map(|(alias, path)| From {
         source: Source::S3Object,
+        path,
         alias,
     });
     (

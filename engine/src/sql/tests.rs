@@ -68,6 +68,7 @@ fn col(qualifier: Option<&str>, target: ColumnTarget) -> Expr {
     Expr::Column(ColumnRef {
         qualifier: qualifier.map(|q| ident(q, false)),
         target,
+        path: Vec::new(),
         pos: Pos::default(),
     })
 }
@@ -119,6 +120,7 @@ fn trino_case_cast_filter_parses_to_the_expected_tree() {
         ]),
         from: From {
             source: Source::S3Object,
+            path: Vec::new(),
             alias: Some(ident("s", false)),
         },
         where_clause: Some(bin(BinaryOp::Eq, case, Expr::Literal(Literal::Int(3)))),
@@ -226,6 +228,7 @@ fn count_star_lowercase() {
         query.from,
         From {
             source: Source::S3Object,
+            path: Vec::new(),
             alias: None
         }
     );
@@ -362,27 +365,43 @@ fn column_reference_positions() {
 }
 
 #[test]
-fn nested_paths_are_unsupported() {
-    fails(
-        "SELECT s.a.b FROM S3Object s",
-        ErrorCode::ParseUnsupportedSyntax,
-    );
-    fails(
-        "SELECT s.a[0] FROM S3Object s",
-        ErrorCode::ParseUnsupportedSyntax,
-    );
+fn paths_into_json_values() {
+    let query = q("SELECT s.a.b[2]['c d'] FROM S3Object s");
+    let Projection::Items(items) = &query.projection else {
+        panic!("items expected")
+    };
+    let Expr::Column(c) = &items[0].expr else {
+        panic!("column expected")
+    };
+    assert_eq!(c.qualifier.as_ref().map(|q| q.name.as_str()), Some("s"));
+    assert!(matches!(&c.target, ColumnTarget::Name(id) if id.name == "a"));
+    let steps: Vec<String> = c
+        .path
+        .iter()
+        .map(|p| match p {
+            PathStep::Key(k) => format!("{}:{}", k.name, k.quoted),
+            PathStep::Index(i) => format!("[{i}]"),
+        })
+        .collect();
+    assert_eq!(steps, ["b:false", "[2]", "c d:true"]);
+    // Wildcards belong to FROM.
     fails(
         "SELECT _1 FROM S3Object s WHERE s.* = 1",
         ErrorCode::ParseUnsupportedSyntax,
     );
+    fails(
+        "SELECT s.a[*] FROM S3Object s",
+        ErrorCode::ParseUnsupportedSyntax,
+    );
+    fails(
+        "SELECT s.a[-1] FROM S3Object s",
+        ErrorCode::ParseUnexpectedToken,
+    );
 }
 
 #[test]
-fn keyword_after_dot_must_be_quoted() {
-    fails(
-        "SELECT s.end FROM S3Object s",
-        ErrorCode::ParseUnexpectedToken,
-    );
+fn reserved_word_after_dot_is_a_key() {
+    q("SELECT s.end, s.date FROM S3Object s");
     q("SELECT s.\"end\" FROM S3Object s");
 }
 
@@ -414,18 +433,28 @@ fn from_stdin_only_in_ceph() {
 }
 
 #[test]
-fn from_paths_are_unsupported_for_now() {
-    fails(
-        "SELECT * FROM S3Object[*]",
-        ErrorCode::ParseUnsupportedSyntax,
+fn from_paths() {
+    assert_eq!(
+        q("SELECT * FROM S3Object[*]").from.path,
+        [FromStep::AnyIndex]
     );
-    fails(
-        "SELECT * FROM S3Object[*].a s",
-        ErrorCode::ParseUnsupportedSyntax,
-    );
+    let from = q("SELECT * FROM S3Object[*].a[*].*['b'][3] AS x").from;
+    assert_eq!(from.path.len(), 6);
+    assert_eq!(from.path[2], FromStep::AnyIndex);
+    assert_eq!(from.path[3], FromStep::AnyKey);
+    assert_eq!(from.path[5], FromStep::Index(3));
+    assert_eq!(from.alias.map(|a| a.name), Some("x".to_string()));
     fails(
         "SELECT * FROM S3Object.a",
         ErrorCode::ParseUnsupportedSyntax,
+    );
+    fails(
+        "SELECT * FROM S3Object[0]",
+        ErrorCode::ParseUnsupportedSyntax,
+    );
+    fails(
+        "SELECT * FROM S3Object[*].",
+        ErrorCode::ParseUnexpectedToken,
     );
 }
 

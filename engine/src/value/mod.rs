@@ -13,6 +13,9 @@ pub mod strings;
 pub mod timestamp;
 
 use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::json::Node;
 
 pub use decimal::Decimal;
 pub use like::LikePattern;
@@ -30,6 +33,32 @@ pub enum Value<'a> {
     Decimal(Decimal),
     Str(Cow<'a, str>),
     Timestamp(Timestamp),
+    /// A JSON array or object (JSON input only). Scalars read from JSON become the other
+    /// variants.
+    Nested(Nested<'a>),
+}
+
+/// A JSON array or object: borrowed from the input while a row is evaluated, shared once it
+/// must outlive the input (an aggregate's MIN, say).
+#[derive(Debug, Clone)]
+pub enum Nested<'a> {
+    Borrowed(&'a Node<'a>),
+    Shared(Arc<Node<'static>>),
+}
+
+impl<'a> Nested<'a> {
+    pub fn node(&self) -> &Node<'a> {
+        match self {
+            Nested::Borrowed(n) => n,
+            Nested::Shared(n) => n,
+        }
+    }
+}
+
+impl PartialEq for Nested<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.node() == other.node()
+    }
 }
 
 impl Value<'_> {
@@ -44,6 +73,10 @@ impl Value<'_> {
             Value::Decimal(_) => "DECIMAL",
             Value::Str(_) => "STRING",
             Value::Timestamp(_) => "TIMESTAMP",
+            Value::Nested(n) => match n.node() {
+                Node::Array(_) => "LIST",
+                _ => "STRUCT",
+            },
         }
     }
 
@@ -62,6 +95,10 @@ impl Value<'_> {
             Value::Decimal(d) => Value::Decimal(d),
             Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
             Value::Timestamp(t) => Value::Timestamp(t),
+            Value::Nested(Nested::Borrowed(n)) => {
+                Value::Nested(Nested::Shared(Arc::new(n.to_static())))
+            }
+            Value::Nested(Nested::Shared(n)) => Value::Nested(Nested::Shared(n)),
         }
     }
 }
