@@ -6,16 +6,20 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use sift_engine::{
-    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, FileSource, InputSerialization,
-    JsonOutput, ObjectSource, OutputSerialization, QuoteFields, ScanRange, Select, SelectError,
-    SelectRequest, Sink, StreamSource,
+    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, FileSource, InputFormat,
+    InputSerialization, JsonInput, JsonOutput, JsonType, ObjectSource, OutputSerialization,
+    QuoteFields, ScanRange, Select, SelectError, SelectRequest, Sink, StreamSource,
 };
 
 #[derive(Args, Debug)]
 pub struct SelectArgs {
-    /// The CSV object to query; `-` reads standard input.
+    /// The object to query; `-` reads standard input.
     #[arg(long)]
     file: PathBuf,
+    /// The object's format (InputSerialization CSV, or JSON with Type LINES or DOCUMENT).
+    /// The CSV options below apply to CSV only.
+    #[arg(long, value_enum, default_value_t = InFormat::Csv)]
+    input: InFormat,
     /// The SQL statement (or use --sql-file).
     #[arg(required_unless_present = "sql_file", conflicts_with = "sql_file")]
     sql: Option<String>,
@@ -63,6 +67,13 @@ pub struct SelectArgs {
     /// Print BytesScanned, BytesProcessed and BytesReturned on stderr.
     #[arg(long)]
     stats: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum InFormat {
+    Csv,
+    JsonLines,
+    JsonDocument,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -200,7 +211,15 @@ fn build_request(args: &SelectArgs) -> Result<SelectRequest, String> {
             SqlDialect::Ceph => Dialect::Ceph,
         },
         input: InputSerialization {
-            csv,
+            format: match args.input {
+                InFormat::Csv => InputFormat::Csv(csv),
+                InFormat::JsonLines => InputFormat::Json(JsonInput {
+                    json_type: JsonType::Lines,
+                }),
+                InFormat::JsonDocument => InputFormat::Json(JsonInput {
+                    json_type: JsonType::Document,
+                }),
+            },
             compression: match args.compression {
                 Compress::None => Compression::None,
                 Compress::Gzip => Compression::Gzip,

@@ -55,6 +55,62 @@ fn select_filters_a_file_and_reports_stats() {
 }
 
 #[test]
+fn select_reads_json_lines_and_documents() {
+    let lines = b"{\"id\":1,\"user\":{\"name\":\"ann\"}}\n{\"id\":2,\"user\":{\"name\":\"bob\"}}\n";
+    let path = temp_file("a.jsonl", lines);
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "--input",
+            "json-lines",
+            "--output",
+            "json",
+            "SELECT s.user.name FROM S3Object s WHERE s.id > 1",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"{\"name\":\"bob\"}\n");
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "-",
+            "--input",
+            "json-document",
+            "SELECT COUNT(*) FROM S3Object[*].items[*]",
+        ],
+        Some(b"{\"items\": [1,\n 2]}\n{\"items\": [3]}"),
+    );
+    assert_eq!(
+        out.stdout,
+        b"3\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "-",
+            "--input",
+            "json-lines",
+            "SELECT * FROM S3Object",
+        ],
+        Some(b"{\"a\":1,}\n"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("JSONParsingError"), "{err}");
+}
+
+#[test]
 fn select_reads_stdin_with_dsdgen_options_and_json_output() {
     let out = sift(
         &[

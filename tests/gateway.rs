@@ -11,8 +11,8 @@ use aws_sdk_s3::error::ProvideErrorMetadata;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{
     CompressionType, CsvInput, CsvOutput, Delete, ExpressionType, FileHeaderInfo,
-    InputSerialization, JsonOutput, ObjectIdentifier, OutputSerialization, RequestProgress,
-    ScanRange, SelectObjectContentEventStream,
+    InputSerialization, JsonInput, JsonOutput, JsonType, ObjectIdentifier, OutputSerialization,
+    RequestProgress, ScanRange, SelectObjectContentEventStream,
 };
 use aws_sdk_s3::Client;
 use common::{create_bucket, get, put, raw_get, Gateway, ACCESS, MAX_RECORDS, SECRET};
@@ -517,6 +517,62 @@ async fn select_object_content() {
         err.into_service_error().code(),
         Some(expected.code.as_str())
     );
+
+    // JSON LINES input with paths, through a wildcard FROM path; and DOCUMENT input.
+    let lines = "{\"id\":1,\"tags\":[{\"k\":\"a\"},{\"k\":\"b\"}]}\n{\"id\":2,\"tags\":[]}\n";
+    put(&s3, "sel", "t.jsonl", lines.as_bytes()).await;
+    let r = select(
+        &s3,
+        "t.jsonl",
+        "SELECT t.k FROM S3Object[*].tags[*] t WHERE t.k IS NOT MISSING",
+        InputSerialization::builder()
+            .json(JsonInput::builder().r#type(JsonType::Lines).build())
+            .build(),
+        OutputSerialization::builder()
+            .json(JsonOutput::builder().build())
+            .build(),
+        |b| b,
+    )
+    .await
+    .expect("json lines select");
+    assert_eq!(
+        String::from_utf8_lossy(&r.output()),
+        "{\"k\":\"a\"}\n{\"k\":\"b\"}\n"
+    );
+    assert_eq!(r.stats.expect("stats").0, lines.len() as i64);
+    let doc = "{\n  \"a\": {\"b\": [10, 20]}\n}\n{\"a\": {\"b\": [30]}}\n";
+    put(&s3, "sel", "t.json", doc.as_bytes()).await;
+    let r = select(
+        &s3,
+        "t.json",
+        "SELECT s.a.b[0], s.a FROM S3Object s",
+        InputSerialization::builder()
+            .json(JsonInput::builder().r#type(JsonType::Document).build())
+            .build(),
+        csv_out(),
+        |b| b,
+    )
+    .await
+    .expect("json document select");
+    assert_eq!(
+        String::from_utf8_lossy(&r.output()),
+        "10,\"{\"\"b\"\":[10,20]}\"\n30,\"{\"\"b\"\":[30]}\"\n"
+    );
+    // Malformed JSON is JSONParsingError (an error event: the stream has begun).
+    put(&s3, "sel", "bad.jsonl", b"{\"a\":1}\n{\"a\":}\n").await;
+    let err = select(
+        &s3,
+        "bad.jsonl",
+        "SELECT * FROM S3Object",
+        InputSerialization::builder()
+            .json(JsonInput::builder().r#type(JsonType::Lines).build())
+            .build(),
+        csv_out(),
+        |b| b,
+    )
+    .await
+    .expect_err("malformed json");
+    assert_eq!(err.into_service_error().code(), Some("JSONParsingError"));
 
     // A missing key is NoSuchKey.
     let err = select(

@@ -23,9 +23,9 @@ use s3s::dto::{
 };
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Response, S3Result};
 use sift_engine::{
-    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputSerialization, JsonOutput,
-    ObjectSource, OutputSerialization, QuoteFields, ScanRange, Select, SelectError, SelectRequest,
-    Sink, Stats,
+    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat, InputSerialization,
+    JsonInput, JsonOutput, JsonType, ObjectSource, OutputSerialization, QuoteFields, ScanRange,
+    Select, SelectError, SelectRequest, Sink, Stats,
 };
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
@@ -388,10 +388,11 @@ pub fn map_request(
         ));
     }
     let inp = req.input_serialization;
-    if inp.json.is_some() {
+    let named = [inp.csv.is_some(), inp.json.is_some(), inp.parquet.is_some()];
+    if named.iter().filter(|&&n| n).count() > 1 {
         return Err(s3_error!(
-            NotImplemented,
-            "JSON input is not implemented yet; only CSV input is supported"
+            ObjectSerializationConflict,
+            "InputSerialization must name only one of CSV, JSON and Parquet"
         ));
     }
     if inp.parquet.is_some() {
@@ -411,8 +412,21 @@ pub fn map_request(
             ))
         }
     };
-    let mut csv = CsvInput::default();
-    if let Some(c) = inp.csv {
+    let format = if let Some(j) = inp.json {
+        let json_type = match j.type_.as_ref().map(|t| t.as_str().to_ascii_uppercase()) {
+            None => JsonType::Document,
+            Some(t) if t == dto::JSONType::DOCUMENT => JsonType::Document,
+            Some(t) if t == dto::JSONType::LINES => JsonType::Lines,
+            Some(other) => {
+                return Err(engine_error(SelectError::new(
+                    sift_engine::ErrorCode::InvalidJsonType,
+                    format!("JSON Type {other:?} is not one of DOCUMENT, LINES"),
+                )))
+            }
+        };
+        InputFormat::Json(JsonInput { json_type })
+    } else if let Some(c) = inp.csv {
+        let mut csv = CsvInput::default();
         if let Some(h) = c.file_header_info {
             csv.file_header_info = match h.as_str() {
                 dto::FileHeaderInfo::NONE => FileHeaderInfo::None,
@@ -434,12 +448,13 @@ pub fn map_request(
         if let Some(a) = c.allow_quoted_record_delimiter {
             csv.allow_quoted_record_delimiter = a;
         }
+        InputFormat::Csv(csv)
     } else {
         return Err(s3_error!(
             MissingRequiredParameter,
-            "InputSerialization must name CSV (JSON and Parquet input are not implemented yet)"
+            "InputSerialization must name CSV or JSON (Parquet input is not implemented yet)"
         ));
-    }
+    };
 
     let out = req.output_serialization;
     let output = match (out.csv, out.json) {
@@ -506,7 +521,10 @@ pub fn map_request(
     Ok(SelectRequest {
         sql: req.expression,
         dialect,
-        input: InputSerialization { csv, compression },
+        input: InputSerialization {
+            format,
+            compression,
+        },
         output,
         scan_range,
     })
@@ -640,7 +658,9 @@ mod tests {
             }),
         };
         let mapped = map_request(req, Dialect::Ceph).expect("valid");
-        let csv = &mapped.input.csv;
+        let InputFormat::Csv(csv) = &mapped.input.format else {
+            panic!("CSV input expected")
+        };
         assert!(csv.allow_quoted_record_delimiter);
         assert_eq!(csv.comments, "\u{FDD0}");
         assert_eq!(csv.field_delimiter, "|");
@@ -670,7 +690,7 @@ mod tests {
     }
 
     #[test]
-    fn refuses_json_input_and_negative_ranges() {
+    fn maps_json_input_and_refuses_negative_ranges() {
         let base = || dto::SelectObjectContentRequest {
             expression: "SELECT * FROM S3Object".into(),
             expression_type: dto::ExpressionType::from_static(dto::ExpressionType::SQL),
@@ -687,11 +707,34 @@ mod tests {
             request_progress: None,
             scan_range: None,
         };
-        let mut json_in = base();
-        json_in.input_serialization.csv = None;
-        json_in.input_serialization.json = Some(dto::JSONInput::default());
-        let err = map_request(json_in, Dialect::Aws).expect_err("not yet");
-        assert_eq!(err.code().as_str(), "NotImplemented");
+        let json = |t: Option<&'static str>| {
+            let mut r = base();
+            r.input_serialization.csv = None;
+            r.input_serialization.json = Some(dto::JSONInput {
+                type_: t.map(dto::JSONType::from_static),
+            });
+            map_request(r, Dialect::Aws)
+        };
+        let lines = json(Some("LINES")).expect("valid");
+        assert_eq!(
+            lines.input.format,
+            InputFormat::Json(JsonInput {
+                json_type: JsonType::Lines
+            })
+        );
+        let document = json(None).expect("valid");
+        assert_eq!(
+            document.input.format,
+            InputFormat::Json(JsonInput {
+                json_type: JsonType::Document
+            })
+        );
+        let err = json(Some("ARRAY")).expect_err("bad type");
+        assert_eq!(err.code().as_str(), "InvalidJsonType");
+        let mut both = base();
+        both.input_serialization.json = Some(dto::JSONInput::default());
+        let err = map_request(both, Dialect::Aws).expect_err("conflict");
+        assert_eq!(err.code().as_str(), "ObjectSerializationConflict");
         let mut negative = base();
         negative.scan_range = Some(dto::ScanRange {
             start: Some(-1),

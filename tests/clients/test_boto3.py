@@ -520,6 +520,49 @@ def test_select_csv_options(s3, bucket):
     assert out == b"2||plain|\r\n"
 
 
+def test_select_json_lines_input(s3, bucket):
+    data = (b'{"name":"alice","age":30,"pets":[{"kind":"cat"}]}\n'
+            b'{"name":"bob","age":42,"pets":[]}\n'
+            b'{"name":"carol","age":25,"city":null}\n')
+    s3.put_object(Bucket=bucket, Key="people.jsonl", Body=data)
+    out, events, _ = select(s3, bucket, "people.jsonl",
+                            "SELECT s.name, s.age FROM S3Object s WHERE s.age > 26",
+                            input={"JSON": {"Type": "LINES"}}, output={"JSON": {}})
+    assert out == b'{"name":"alice","age":30}\n{"name":"bob","age":42}\n'
+    assert stats_of(events) == {"BytesScanned": len(data), "BytesProcessed": len(data),
+                                "BytesReturned": len(out)}
+    out, _, _ = select(s3, bucket, "people.jsonl",
+                       "SELECT p.kind FROM S3Object[*].pets[*] p",
+                       input={"JSON": {"Type": "LINES"}}, output={"CSV": {}})
+    assert out == b"cat\n\n\n"
+    # ScanRange over lines: the records that start in [start, end].
+    out, _, _ = select(s3, bucket, "people.jsonl", "SELECT s.name FROM S3Object s",
+                       input={"JSON": {"Type": "LINES"}},
+                       ScanRange={"Start": 1, "End": len(data) - 2})
+    assert out == b"bob\ncarol\n"
+
+
+def test_select_json_document_input(s3, bucket):
+    data = b'{"Rules": [{"id": "1"}, {"expr": "y > x"}, {"id": "2"}]}\n{"created": "June 27"}\n'
+    s3.put_object(Bucket=bucket, Key="rules.json", Body=gzip.compress(data))
+    out, _, _ = select(s3, bucket, "rules.json", "SELECT id FROM S3Object[*].Rules[*].id",
+                       input={"JSON": {"Type": "DOCUMENT"}, "CompressionType": "GZIP"},
+                       output={"JSON": {}})
+    assert out == b'{"id":"1"}\n{}\n{"id":"2"}\n{}\n'
+
+
+def test_select_malformed_json_is_an_error(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="bad.json", Body=b'{"a": [1, 2}\n')
+    with pytest.raises(ClientError) as e:
+        select(s3, bucket, "bad.json", "SELECT * FROM S3Object",
+               input={"JSON": {"Type": "DOCUMENT"}})
+    assert e.value.response["Error"]["Code"] == "JSONParsingError"
+    with pytest.raises(ClientError) as e:
+        select(s3, bucket, "bad.json", "SELECT * FROM S3Object",
+               input={"JSON": {"Type": "ARRAY"}})
+    assert e.value.response["Error"]["Code"] == "InvalidJsonType"
+
+
 def test_select_gzip_input(s3, bucket):
     # Two gzip members, as `cat a.gz b.gz` gives: S3 Select reads them as one stream.
     head, tail = PEOPLE[:29], PEOPLE[29:]
