@@ -64,10 +64,19 @@ fn random_key(len: usize) -> String {
         .collect()
 }
 
+/// Requests the demo's client keeps in flight (`sift tpcds run --concurrency`).
+const CLIENT_CONCURRENCY: usize = 8;
+
 fn start_gateway(data: &std::path::Path, access: &str, secret: &str) -> Result<GatewayProcess> {
     let exe = std::env::current_exe()?;
+    // Room for every request the client sends at once, twice over: the client takes its
+    // next permit as soon as a body has arrived, a moment before the gateway has released
+    // that select's place, and a full gateway answers SlowDown, which the SDK retries only
+    // after a back-off (125 of them cost the SF 1 demo of 2026-11-30).
+    let max_selects = (2 * CLIENT_CONCURRENCY).to_string();
     let mut child = Command::new(exe)
-        .args(["gateway", "--listen", "127.0.0.1:0", "--data-dir"])
+        .args(["gateway", "--listen", "127.0.0.1:0", "--max-selects", &max_selects])
+        .arg("--data-dir")
         .arg(data)
         .env("SIFT_ACCESS_KEY", access)
         .env("SIFT_SECRET_KEY", secret)
@@ -141,7 +150,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         modes: Mode::ALL.to_vec(),
         queries: queries::parse_set(&args.queries)?,
         iterations: 1,
-        concurrency: 8,
+        concurrency: CLIENT_CONCURRENCY,
         link_rate: Some(link_rate),
         out: args.out.clone(),
         partitions: None,
