@@ -367,6 +367,12 @@ async fn select(
     Ok(result)
 }
 
+fn json_input(json_type: JsonType) -> InputSerialization {
+    InputSerialization::builder()
+        .json(JsonInput::builder().r#type(json_type).build())
+        .build()
+}
+
 fn csv_out() -> OutputSerialization {
     OutputSerialization::builder()
         .csv(CsvOutput::builder().build())
@@ -525,9 +531,7 @@ async fn select_object_content() {
         &s3,
         "t.jsonl",
         "SELECT t.k FROM S3Object[*].tags[*] t WHERE t.k IS NOT MISSING",
-        InputSerialization::builder()
-            .json(JsonInput::builder().r#type(JsonType::Lines).build())
-            .build(),
+        json_input(JsonType::Lines),
         OutputSerialization::builder()
             .json(JsonOutput::builder().build())
             .build(),
@@ -546,9 +550,7 @@ async fn select_object_content() {
         &s3,
         "t.json",
         "SELECT s.a.b[0], s.a FROM S3Object s",
-        InputSerialization::builder()
-            .json(JsonInput::builder().r#type(JsonType::Document).build())
-            .build(),
+        json_input(JsonType::Document),
         csv_out(),
         |b| b,
     )
@@ -564,9 +566,7 @@ async fn select_object_content() {
         &s3,
         "bad.jsonl",
         "SELECT * FROM S3Object",
-        InputSerialization::builder()
-            .json(JsonInput::builder().r#type(JsonType::Lines).build())
-            .build(),
+        json_input(JsonType::Lines),
         csv_out(),
         |b| b,
     )

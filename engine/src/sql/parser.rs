@@ -446,19 +446,29 @@ impl Parser<'_> {
         }
         self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
         let mut path = vec![FromStep::AnyIndex];
+        path.extend(self.path_steps(true)?);
+        Ok(path)
+    }
+
+    /// Steps into a JSON value: `.name`, `."Name"`, `['name']`, `[n]`, and with `wildcards`
+    /// (FROM) also `.*` and `[*]`; elsewhere a wildcard is ParseUnsupportedSyntax.
+    fn path_steps(&mut self, wildcards: bool) -> Result<Vec<FromStep>, SelectError> {
+        let mut path = Vec::new();
         loop {
-            match self.kind() {
+            let step = match self.kind() {
                 TokenKind::Dot => {
                     self.advance();
-                    if self.eat(&TokenKind::Star) {
-                        path.push(FromStep::AnyKey);
-                    } else {
-                        path.push(FromStep::Key(self.path_key()?));
+                    match self.kind() {
+                        TokenKind::Star => FromStep::AnyKey,
+                        _ => {
+                            path.push(FromStep::Key(self.path_key()?));
+                            continue;
+                        }
                     }
                 }
                 TokenKind::LBracket => {
                     self.advance();
-                    let step = match self.kind().clone() {
+                    match self.kind().clone() {
                         TokenKind::Star => FromStep::AnyIndex,
                         TokenKind::Int(n) => FromStep::Index(u64::try_from(n).unwrap_or(0)),
                         TokenKind::Str(name) => FromStep::Key(Ident {
@@ -467,18 +477,28 @@ impl Parser<'_> {
                             pos: self.peek().pos,
                         }),
                         _ => {
-                            return Err(self.unexpected(
-                                ErrorCode::ParseUnexpectedToken,
-                                "'*', an array index or a quoted key",
-                            ))
+                            let what = if wildcards {
+                                "'*', an array index or a quoted key"
+                            } else {
+                                "an array index or a quoted key"
+                            };
+                            return Err(self.unexpected(ErrorCode::ParseUnexpectedToken, what));
                         }
-                    };
-                    self.advance();
-                    self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
-                    path.push(step);
+                    }
                 }
                 _ => return Ok(path),
+            };
+            if !wildcards && matches!(step, FromStep::AnyKey | FromStep::AnyIndex) {
+                return Err(self.error_here(
+                    ErrorCode::ParseUnsupportedSyntax,
+                    "wildcards ('.*', '[*]') are only allowed in the FROM clause",
+                ));
             }
+            self.advance();
+            if !matches!(step, FromStep::AnyKey) {
+                self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
+            }
+            path.push(step);
         }
     }
 
@@ -843,48 +863,16 @@ impl Parser<'_> {
         } else {
             (None, column_target(first))
         };
-        let mut path = Vec::new();
-        loop {
-            match self.kind() {
-                TokenKind::Dot => {
-                    self.advance();
-                    if *self.kind() == TokenKind::Star {
-                        return Err(self.error_here(
-                            ErrorCode::ParseUnsupportedSyntax,
-                            "wildcards ('.*', '[*]') are only allowed in the FROM clause",
-                        ));
-                    }
-                    path.push(PathStep::Key(self.path_key()?));
-                }
-                TokenKind::LBracket => {
-                    self.advance();
-                    let step = match self.kind().clone() {
-                        TokenKind::Int(n) => PathStep::Index(u64::try_from(n).unwrap_or(0)),
-                        TokenKind::Str(name) => PathStep::Key(Ident {
-                            name,
-                            quoted: true,
-                            pos: self.peek().pos,
-                        }),
-                        TokenKind::Star => {
-                            return Err(self.error_here(
-                                ErrorCode::ParseUnsupportedSyntax,
-                                "wildcards ('.*', '[*]') are only allowed in the FROM clause",
-                            ))
-                        }
-                        _ => {
-                            return Err(self.unexpected(
-                                ErrorCode::ParseUnexpectedToken,
-                                "an array index or a quoted key",
-                            ))
-                        }
-                    };
-                    self.advance();
-                    self.expect(&TokenKind::RBracket, ErrorCode::ParseUnexpectedToken, "']'")?;
-                    path.push(step);
-                }
-                _ => break,
-            }
-        }
+        let path = self
+            .path_steps(false)?
+            .into_iter()
+            .filter_map(|step| match step {
+                FromStep::Key(k) => Some(PathStep::Key(k)),
+                FromStep::Index(i) => Some(PathStep::Index(i)),
+                // path_steps(false) refuses wildcards.
+                FromStep::AnyIndex | FromStep::AnyKey => None,
+            })
+            .collect();
         Ok(Expr::Column(ColumnRef {
             qualifier,
             target,
