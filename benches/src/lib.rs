@@ -1,4 +1,5 @@
-//! Benchmark support: the benchmark queries, and charts of results.
+//! Benchmark support: the benchmark queries, timing helpers, and charts of results.
 
 pub mod chart;
+pub mod measure;
 pub mod queries;

@@ -11,8 +11,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use sift_benches::measure::{best, CountSink};
 use sift_benches::queries;
-use sift_engine::{Select, Sink, SliceSource};
+use sift_engine::{Select, SliceSource};
 use sift_tpcds::data;
 
 #[derive(Parser)]
@@ -25,26 +26,6 @@ struct Args {
     /// Runs per measurement; the best is kept.
     #[arg(long, default_value_t = 10)]
     runs: usize,
-}
-
-struct CountSink(u64);
-
-impl Sink for CountSink {
-    fn write(&mut self, data: &[u8]) -> sift_engine::Result<()> {
-        self.0 += data.len() as u64;
-        Ok(())
-    }
-}
-
-fn best(runs: usize, mut f: impl FnMut()) -> Duration {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
 }
 
 fn gbps(bytes: usize, d: Duration) -> f64 {
