@@ -75,7 +75,13 @@ fn start_gateway(data: &std::path::Path, access: &str, secret: &str) -> Result<G
     // after a back-off (125 of them cost the SF 1 demo of 2026-11-30).
     let max_selects = (2 * CLIENT_CONCURRENCY).to_string();
     let mut child = Command::new(exe)
-        .args(["gateway", "--listen", "127.0.0.1:0", "--max-selects", &max_selects])
+        .args([
+            "gateway",
+            "--listen",
+            "127.0.0.1:0",
+            "--max-selects",
+            &max_selects,
+        ])
         .arg("--data-dir")
         .arg(data)
         .env("SIFT_ACCESS_KEY", access)
