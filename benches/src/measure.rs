@@ -1,5 +1,7 @@
 //! Timing helpers shared by the benchmark binaries.
 
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sift_engine::Sink;
@@ -24,4 +26,17 @@ pub fn best(runs: usize, mut f: impl FnMut()) -> Duration {
         })
         .min()
         .unwrap_or_default()
+}
+
+/// The best of `runs` runs of `wc -l` on `file`: the yardstick every throughput is divided
+/// by, measured in the same run so that the ratio holds on any machine.
+pub fn wc_l(file: &Path, runs: usize) -> Duration {
+    best(runs, || {
+        let _ = Command::new("wc")
+            .arg("-l")
+            .arg(file)
+            .env("LC_ALL", "C")
+            .stdout(Stdio::null())
+            .status();
+    })
 }

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use sift_benches::measure::{best, CountSink};
+use sift_benches::measure::{best, wc_l, CountSink};
 use sift_benches::queries;
 use sift_engine::{Select, SliceSource};
 use sift_tpcds::data;
@@ -40,14 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let input = std::fs::read(&file)?;
     let n = input.len();
-    let wc = best(args.runs, || {
-        let _ = Command::new("wc")
-            .arg("-l")
-            .arg(&file)
-            .env("LC_ALL", "C")
-            .stdout(Stdio::null())
-            .status();
-    });
+    let wc = wc_l(&file, args.runs);
     let wc_gbps = gbps(n, wc);
     println!("file: {} ({n} bytes)", file.display());
     println!("wc -l: {wc_gbps:.2} GB/s");

@@ -8,12 +8,10 @@
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use sift_benches::measure::best;
-use sift_benches::measure::CountSink;
+use sift_benches::measure::{wc_l, CountSink};
 use sift_engine::{
     InputFormat, InputSerialization, JsonInput, JsonType, Select, SelectRequest, SliceSource,
 };
@@ -103,14 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let input = std::fs::read(&file)?;
     let n = input.len();
     let mbps = |d: Duration| n as f64 / d.as_secs_f64() / 1e6;
-    let wc = best(args.runs, || {
-        let _ = Command::new("wc")
-            .arg("-l")
-            .arg(&file)
-            .env("LC_ALL", "C")
-            .stdout(Stdio::null())
-            .status();
-    });
+    let wc = wc_l(&file, args.runs);
     println!("file: {} ({n} bytes)", file.display());
     println!("wc -l: {:.0} MB/s", mbps(wc));
     println!("| query | threads | MB/s | MB/s per thread | ratio to wc -l | output bytes |");
