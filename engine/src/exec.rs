@@ -708,16 +708,14 @@ fn process_chunk(
     })
 }
 
-/// One row through the plan: the filter, then the aggregates or the output. `clean`: the
-/// chunk needs no output quoting (see `RowWriter::chunk_is_clean`); `row_cap` is how many
-/// rows the chunk may still write under LIMIT. JSON rows come through here; the CSV scan
-/// has its own copy (see `process_chunk`).
+/// One JSON row through the plan: the filter, then the aggregates or the output. `row_cap`
+/// is how many rows the chunk may still write under LIMIT. The CSV scan has its own copy
+/// (see `process_chunk`), which also copies clean fields without quoting checks.
 fn take_row(
     ctx: &Ctx<'_>,
     row: &Row<'_, '_>,
     out: &mut ChunkOut,
     scratch: &mut RowScratch,
-    clean: bool,
     row_cap: Option<u64>,
 ) -> Result<Flow> {
     let plan = ctx.plan;
@@ -735,9 +733,7 @@ fn take_row(
         }
         return Ok(Flow::Continue);
     }
-    // Asked only of rows that are written: most are filtered out.
-    let clean = clean && row.record.is_raw();
-    write_row(ctx, row, &mut out.bytes, scratch, clean)?;
+    write_row(ctx, row, &mut out.bytes, scratch, false)?;
     out.rows += 1;
     if let Some(cap) = row_cap {
         out.row_ends.push(out.bytes.len());
@@ -766,7 +762,7 @@ fn process_json_chunk(
             node,
             aggs: &[],
         };
-        take_row(ctx, &row, out, &mut scratch, false, row_cap)
+        take_row(ctx, &row, out, &mut scratch, row_cap)
     };
     let keep = |key: &[u8]| plan.top_keys.as_ref().is_none_or(|k| k.contains(key));
     let mut value = |node: &Node<'_>| -> Result<Flow> {
