@@ -360,17 +360,22 @@ fn key_step(k: &Ident) -> Step {
     }
 }
 
+/// An index too large for this machine finds nothing, as any index past the end does.
+fn index_step(i: u64) -> Step {
+    Step::Index(usize::try_from(i).unwrap_or(usize::MAX))
+}
+
 fn path_step(s: &PathStep) -> Step {
     match s {
         PathStep::Key(k) => key_step(k),
-        PathStep::Index(i) => Step::Index(usize::try_from(*i).unwrap_or(usize::MAX)),
+        PathStep::Index(i) => index_step(*i),
     }
 }
 
 fn row_step(s: &FromStep) -> RowStep {
     match s {
         FromStep::Key(k) => RowStep::Step(key_step(k)),
-        FromStep::Index(i) => RowStep::Step(Step::Index(usize::try_from(*i).unwrap_or(usize::MAX))),
+        FromStep::Index(i) => RowStep::Step(index_step(*i)),
         FromStep::AnyIndex => RowStep::EachElement,
         FromStep::AnyKey => RowStep::EachMember,
     }
