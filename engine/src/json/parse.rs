@@ -540,23 +540,40 @@ impl<'a> Parser<'a> {
         keep: Option<KeepKey<'_>>,
         members: &mut Vec<(Cow<'a, str>, Node<'a>)>,
     ) -> Result<()> {
-        // With checked text and a key without escapes, an unwanted member is decided on the
-        // key's bytes and skipped: no string is made for it. Otherwise the key is read again
-        // as a string below.
-        if let (Some(k), Some(_)) = (keep, self.text) {
+        // With checked text and a key without escapes, the member is decided on the key's
+        // bytes, and an unwanted one is skipped without making a string. Otherwise (escapes,
+        // or text not checked in bulk) the key is read again as a string below.
+        if let (Some(k), Some(text)) = (keep, self.text) {
             let key_start = self.pos;
             let (start, escaped) = self.string_span()?;
-            if !escaped && !k(&self.input[start..self.pos - 1]) {
-                self.colon()?;
-                return self.skip_value(depth);
+            let end = self.pos - 1;
+            if !escaped {
+                if !k(&self.input[start..end]) {
+                    self.colon()?;
+                    return self.skip_value(depth);
+                }
+                if let Some(key) = text.get(start..end) {
+                    return self.member_value(depth, Cow::Borrowed(key), members);
+                }
             }
             self.pos = key_start;
         }
         let key = self.string()?;
-        self.colon()?;
         if keep.is_some_and(|k| !k(key.as_bytes())) {
+            self.colon()?;
             return self.skip_value(depth);
         }
+        self.member_value(depth, key, members)
+    }
+
+    /// After a member's key: the colon and the value, added to `members`.
+    fn member_value(
+        &mut self,
+        depth: usize,
+        key: Cow<'a, str>,
+        members: &mut Vec<(Cow<'a, str>, Node<'a>)>,
+    ) -> Result<()> {
+        self.colon()?;
         let value = self.value_at(depth, None)?;
         members.push((key, value));
         Ok(())
