@@ -4,14 +4,15 @@
 //! `engine-throughput [--file bench-data/store_sales_sf1.dat] [--runs 5]` generates the file
 //! if it is missing, then prints, for each benchmark query and thread count, the best GB/s
 //! (in memory, and whole-process through `sift select` when the binary is next to this one)
-//! and its ratio to `wc -l`.
+//! and its ratio to `wc -l`; then how two threads scale over one (see [`Scaling`] for why
+//! it reports the median of paired runs and the CPU-time ratio beside best over best).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use sift_benches::measure::{best, wc_l, CountSink};
+use sift_benches::measure::{best, children_cpu, process_cpu, wc_l, CountSink, Round, Scaling};
 use sift_benches::queries;
 use sift_engine::{Select, SliceSource};
 use sift_tpcds::data;
@@ -49,9 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("|---|---|---|---|---|---|");
     let sift = std::env::current_exe()?.with_file_name("sift");
+    let mut scaling = Vec::new();
     for (name, sql) in queries::QUERIES {
-        // One and two threads alternate run by run, so that both see the same machine: on a
-        // shared host the speed of a core drifts from one second to the next.
         let selects = [1, 2].map(|t| {
             Select::new(queries::dsdgen_request(sql)).map(|s| {
                 let s = s.with_threads(t);
@@ -61,19 +61,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             })
         });
-        let mut mem = [Duration::MAX; 2];
-        let mut process = [Duration::MAX; 2];
+        // One and two threads alternate run by run, so that both see the same machine: on a
+        // shared host the speed of a core drifts from one second to the next.
+        let mut mem = Vec::new();
+        let mut process = Vec::new();
         for _ in 0..args.runs {
+            let mut m = Round {
+                wall: [Duration::ZERO; 2],
+                cpu: [Duration::ZERO; 2],
+            };
+            let mut p = m;
             for (i, threads) in [1usize, 2].into_iter().enumerate() {
                 let select = selects[i].as_ref().map_err(|e| e.to_string())?;
-                let t = Instant::now();
+                let (t, c) = (Instant::now(), process_cpu());
                 let mut sink = CountSink(0);
                 if let Err(e) = select.run(&SliceSource(&input), &mut sink) {
                     eprintln!("{name}: {e}");
                 }
-                mem[i] = mem[i].min(t.elapsed());
+                (m.wall[i], m.cpu[i]) = (t.elapsed(), process_cpu() - c);
                 if sift.exists() {
-                    let t = Instant::now();
+                    let (t, c) = (Instant::now(), children_cpu());
                     let _ = Command::new(&sift)
                         .args(["select", "--field-delimiter", "|", "--comments", "\u{FDD0}"])
                         .arg("--threads")
@@ -83,31 +90,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .arg(sql)
                         .stdout(Stdio::null())
                         .status();
-                    process[i] = process[i].min(t.elapsed());
+                    (p.wall[i], p.cpu[i]) = (t.elapsed(), children_cpu() - c);
                 }
+            }
+            mem.push(m);
+            if sift.exists() {
+                process.push(p);
             }
         }
         for (i, threads) in [1usize, 2].into_iter().enumerate() {
-            let m = gbps(n, mem[i]);
-            let p = if process[i] == Duration::MAX {
+            let m = gbps(n, Scaling::best(&mem, i));
+            let p = if process.is_empty() {
                 "- | -".to_string()
             } else {
-                let g = gbps(n, process[i]);
+                let g = gbps(n, Scaling::best(&process, i));
                 format!("{g:.2} | {:.2}", g / wc_gbps)
             };
             println!("| {name} | {threads} | {m:.2} | {:.2} | {p} |", m / wc_gbps);
         }
+        scaling.push((name, "in memory", Scaling::of(&mem)));
+        if !process.is_empty() {
+            scaling.push((name, "sift select", Scaling::of(&process)));
+        }
+    }
+    println!();
+    println!(
+        "| query | run | 2 threads / 1 thread: best over best | median of paired runs \
+         | CPU time 2t / 1t | two cores busy |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (name, run, s) in scaling {
         println!(
-            "| {name}: 2 threads / 1 thread | | {:.2}× | | {} | |",
-            mem[0].as_secs_f64() / mem[1].as_secs_f64(),
-            if process[0] == Duration::MAX {
-                "-".to_string()
-            } else {
-                format!(
-                    "{:.2}×",
-                    process[0].as_secs_f64() / process[1].as_secs_f64()
-                )
-            }
+            "| {name} | {run} | {:.2}× | {:.2}× | {:.2} | {:.0}% |",
+            s.best_ratio,
+            s.paired_ratio,
+            s.cpu_ratio,
+            s.busy * 100.0
         );
     }
     // What a record-at-a-time reader does on the same data: the `csv` crate (csv-core, the
