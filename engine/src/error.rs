@@ -87,7 +87,10 @@ pub enum ErrorCode {
     InvalidJsonType,
     JSONParsingError,
     OverMaxColumn,
+    OverMaxParquetBlockSize,
     OverMaxRecordSize,
+    ParquetParsingError,
+    ParquetUnsupportedCompressionCodec,
     TruncatedInput,
     // --- the engine itself ---------------------------------------------------------------
     InternalError,
@@ -174,7 +177,10 @@ impl ErrorCode {
             InvalidJsonType => "InvalidJsonType",
             JSONParsingError => "JSONParsingError",
             OverMaxColumn => "OverMaxColumn",
+            OverMaxParquetBlockSize => "OverMaxParquetBlockSize",
             OverMaxRecordSize => "OverMaxRecordSize",
+            ParquetParsingError => "ParquetParsingError",
+            ParquetUnsupportedCompressionCodec => "ParquetUnsupportedCompressionCodec",
             TruncatedInput => "TruncatedInput",
             InternalError => "InternalError",
         }

@@ -23,6 +23,9 @@ use crate::eval::expr::{field_text, CExpr, Row};
 use crate::json::path::{expand, walk};
 use crate::json::{JsonError, Node};
 use crate::output::RowWriter;
+use crate::parquet::prune::RowGroupStats;
+use crate::parquet::rows::BatchRows;
+use crate::parquet::ParquetFile;
 use crate::request::{Compression, FileHeaderInfo, InputFormat, JsonType, SelectRequest};
 use crate::source::{decompress, Counting, ObjectSource};
 use crate::sql::ast::Query;
@@ -75,6 +78,8 @@ pub struct Select {
     writer: RowWriter,
     threads: usize,
     chunk_size: usize,
+    /// Parquet input: the largest row group read (uncompressed bytes).
+    max_row_group_bytes: i64,
 }
 
 impl Select {
@@ -85,7 +90,19 @@ impl Select {
         let (format, json) = match &request.input.format {
             InputFormat::Csv(c) => (CsvFormat::new(c)?, None),
             InputFormat::Json(j) => (CsvFormat::json_lines(), Some(j.json_type)),
+            // Parquet is not cut into chunks; the format is never used.
+            InputFormat::Parquet => (CsvFormat::json_lines(), None),
         };
+        if request.input.format == InputFormat::Parquet
+            && request.input.compression != Compression::None
+        {
+            return Err(err!(
+                InvalidCompressionFormat,
+                "a Parquet object cannot be compressed as a whole ({:?}); its columns carry \
+                 their own compression",
+                request.input.compression
+            ));
+        }
         let writer = RowWriter::new(&request.output)?;
         if let Some(r) = &request.scan_range {
             if json == Some(JsonType::Document) {
@@ -116,6 +133,7 @@ impl Select {
             writer,
             threads: 1,
             chunk_size: DEFAULT_CHUNK_SIZE,
+            max_row_group_bytes: crate::parquet::MAX_ROW_GROUP_BYTES,
         })
     }
 
@@ -130,12 +148,22 @@ impl Select {
         self
     }
 
+    /// Parquet input: refuses row groups over `bytes` uncompressed (default
+    /// [`MAX_ROW_GROUP_BYTES`](crate::parquet::MAX_ROW_GROUP_BYTES)).
+    pub fn with_max_row_group_bytes(mut self, bytes: i64) -> Self {
+        self.max_row_group_bytes = bytes;
+        self
+    }
+
     pub fn query(&self) -> &Query {
         &self.query
     }
 
     /// Runs the select over `source`, writing the result to `sink`.
     pub fn run(&self, source: &dyn ObjectSource, sink: &mut (dyn Sink + Send)) -> Result<Stats> {
+        if self.request.input.format == InputFormat::Parquet {
+            return self.run_parquet(source, sink);
+        }
         let scanned = Arc::new(AtomicU64::new(0));
         let processed = Arc::new(AtomicU64::new(0));
         let ranged = self.request.scan_range.is_some();
@@ -163,6 +191,7 @@ impl Select {
             writer: &self.writer,
             header: names.as_deref().unwrap_or(&[]),
             json: self.json,
+            nodes: self.json.is_some(),
         };
 
         // Counted at the chunker when it sees the object's own bytes (ranges, memory);
@@ -200,21 +229,93 @@ impl Select {
             Some(AnyChunker::Read(c)) => Some(self.drive(c, &ctx, sink, &mut emitter)?),
         };
 
-        let mut returned = emitter.returned;
-        if plan.is_aggregate() && plan.limit != Some(0) {
-            let values = emitter
-                .aggs
-                .into_iter()
-                .map(AggState::finish)
-                .collect::<Result<Vec<_>>>()?;
-            let mut out = Vec::new();
-            write_agg_row(&ctx, &values, &mut out)?;
-            sink.write(&out)?;
-            returned += out.len() as u64;
-        }
+        let returned = finish(&ctx, emitter, sink)?;
         let stats = stats_now(returned, consumed);
         sink.progress(&stats)?;
         Ok(stats)
+    }
+
+    /// Runs the select over a Parquet object: the footer, then the row groups that the
+    /// ScanRange and the statistics leave, one after another, reading only the columns the
+    /// query names.
+    fn run_parquet(
+        &self,
+        source: &dyn ObjectSource,
+        sink: &mut (dyn Sink + Send),
+    ) -> Result<Stats> {
+        let plan = bind(&self.query, self.request.dialect, Columns::Json)?;
+        let ctx = Ctx {
+            plan: &plan,
+            writer: &self.writer,
+            header: &[],
+            json: None,
+            nodes: true,
+        };
+        let file = ParquetFile::open(source)?;
+        let stats_now = |returned: u64, _: Option<u64>| Stats {
+            bytes_scanned: file.bytes_read(),
+            bytes_processed: file.bytes_read(),
+            bytes_returned: returned,
+        };
+        let mut emitter = Emitter {
+            limit: if plan.is_aggregate() {
+                None
+            } else {
+                plan.limit
+            },
+            aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
+            returned: 0,
+            stats_now: &stats_now,
+        };
+        let mask = match &plan.top_keys {
+            Some(keys) => file.projection(Some(&|name: &str| keys.contains(name.as_bytes()))),
+            None => file.projection(None),
+        };
+        let groups = self.parquet_row_groups(&file, &plan, source.size())?;
+        let nothing_to_read = plan.limit == Some(0) && !plan.is_aggregate();
+        let mut out = ChunkOut::new(&plan);
+        let mut rows_before = 0;
+        for g in groups {
+            if nothing_to_read {
+                break;
+            }
+            file.check_row_group(g, &mask, self.max_row_group_bytes)?;
+            out.reset(&plan, rows_before);
+            process_parquet_row_group(&ctx, &file, g, mask.clone(), &mut out)?;
+            rows_before += out.rows;
+            if !emitter.emit(&mut out, sink, 0)? {
+                break;
+            }
+        }
+        let returned = finish(&ctx, emitter, sink)?;
+        let stats = stats_now(returned, None);
+        sink.progress(&stats)?;
+        Ok(stats)
+    }
+
+    /// The row groups a Parquet select reads: those that start inside the ScanRange (all
+    /// when there is none), less those whose statistics rule the filter out.
+    fn parquet_row_groups(
+        &self,
+        file: &ParquetFile<'_>,
+        plan: &Plan,
+        size: Option<u64>,
+    ) -> Result<Vec<usize>> {
+        let (first, last) = match &self.request.scan_range {
+            None => (0, u64::MAX),
+            Some(range) => match range.resolve(size)? {
+                Some(span) => span,
+                None => return Ok(Vec::new()),
+            },
+        };
+        let stats = match (&plan.filter, plan.rows.is_empty()) {
+            (Some(f), true) => Some((f, RowGroupStats::new(file, f))),
+            _ => None,
+        };
+        Ok((0..file.row_groups().len())
+            .filter(|&g| (first..=last).contains(&file.row_group_start(g)))
+            .filter(|&g| stats.as_ref().is_none_or(|(f, s)| s.may_match(f, g)))
+            .collect())
     }
 
     /// Where to read: `None` when a ScanRange selects nothing, else the offset to open the
@@ -645,12 +746,34 @@ impl ChunkOut {
     }
 }
 
+/// Writes an aggregate query's one result row (unless LIMIT 0); returns the bytes returned
+/// in all.
+fn finish(ctx: &Ctx<'_>, emitter: Emitter<'_>, sink: &mut (dyn Sink + Send)) -> Result<u64> {
+    let plan = ctx.plan;
+    let mut returned = emitter.returned;
+    if plan.is_aggregate() && plan.limit != Some(0) {
+        let values = emitter
+            .aggs
+            .into_iter()
+            .map(AggState::finish)
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::new();
+        write_agg_row(ctx, &values, &mut out)?;
+        sink.write(&out)?;
+        returned += out.len() as u64;
+    }
+    Ok(returned)
+}
+
 /// Read-only state shared by every thread of a run.
 struct Ctx<'a> {
     plan: &'a Plan,
     writer: &'a RowWriter,
     header: &'a [String],
+    /// JSON input: how values are laid out.
     json: Option<JsonType>,
+    /// Rows are values ([`Row::node`]: JSON and Parquet input), not CSV records.
+    nodes: bool,
 }
 
 /// Filters and projects every record of one chunk.
@@ -754,30 +877,10 @@ fn process_json_chunk(
 ) -> Result<()> {
     let plan = ctx.plan;
     let row_cap = out.row_cap(plan);
-    let empty = Record::new(&[], &[]);
     let mut scratch = RowScratch::default();
-    let mut row_of = |node: Option<&Node<'_>>| -> Result<Flow> {
-        let row = Row {
-            record: &empty,
-            node,
-            aggs: &[],
-        };
-        take_row(ctx, &row, out, &mut scratch, row_cap)
-    };
     let keep = |key: &[u8]| plan.top_keys.as_ref().is_none_or(|k| k.contains(key));
-    let mut value = |node: &Node<'_>| -> Result<Flow> {
-        if plan.rows.is_empty() {
-            return row_of(Some(node));
-        }
-        let mut rows = Vec::new();
-        expand(Some(node), &plan.rows, &mut rows);
-        for r in rows {
-            if let Flow::Stop = row_of(r)? {
-                return Ok(Flow::Stop);
-            }
-        }
-        Ok(Flow::Continue)
-    };
+    let mut value =
+        |node: &Node<'_>| -> Result<Flow> { take_value(ctx, node, out, &mut scratch, row_cap) };
     match json {
         JsonType::Lines => {
             let mut rest = chunk;
@@ -832,6 +935,69 @@ fn process_json_chunk(
     Ok(())
 }
 
+/// One top-level value (a JSON value, a Parquet row) through the FROM path, then each row
+/// it makes through the plan.
+fn take_value(
+    ctx: &Ctx<'_>,
+    node: &Node<'_>,
+    out: &mut ChunkOut,
+    scratch: &mut RowScratch,
+    row_cap: Option<u64>,
+) -> Result<Flow> {
+    let empty = Record::new(&[], &[]);
+    let row_of = |node| Row {
+        record: &empty,
+        node,
+        aggs: &[],
+    };
+    if ctx.plan.rows.is_empty() {
+        return take_row(ctx, &row_of(Some(node)), out, scratch, row_cap);
+    }
+    let mut rows = Vec::new();
+    expand(Some(node), &ctx.plan.rows, &mut rows);
+    for r in rows {
+        if let Flow::Stop = take_row(ctx, &row_of(r), out, scratch, row_cap)? {
+            return Ok(Flow::Stop);
+        }
+    }
+    Ok(Flow::Continue)
+}
+
+/// Filters and projects every row of one Parquet row group. Without a filter or a FROM
+/// path, the decoder stops at LIMIT's row.
+fn process_parquet_row_group(
+    ctx: &Ctx<'_>,
+    file: &ParquetFile<'_>,
+    group: usize,
+    mask: parquet::arrow::ProjectionMask,
+    out: &mut ChunkOut,
+) -> Result<()> {
+    let plan = ctx.plan;
+    let row_cap = out.row_cap(plan);
+    let decode_limit = match (&plan.filter, plan.rows.is_empty()) {
+        (None, true) => row_cap.map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
+        _ => None,
+    };
+    let mut scratch = RowScratch::default();
+    file.read_row_group(group, mask, decode_limit, |batch| {
+        let rows = BatchRows::new(batch)?;
+        let mut members = Vec::new();
+        for i in 0..rows.len() {
+            rows.row(i, &mut members)?;
+            let node = Node::Object(std::mem::take(&mut members));
+            let flow = take_value(ctx, &node, out, &mut scratch, row_cap)?;
+            if let Node::Object(m) = node {
+                // The next row reuses the allocation.
+                members = m;
+            }
+            if let Flow::Stop = flow {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    })
+}
+
 /// A JSON record (a line, or a top-level value) is capped at 1 MiB as a CSV record is. The
 /// chunker finds most over-long records; this catches those inside one chunk.
 fn check_json_record_size(len: usize) -> Result<()> {
@@ -883,7 +1049,7 @@ fn write_row(
     let row_start = out.len();
     w.begin_row(out);
     match &ctx.plan.output {
-        Output::Star if ctx.json.is_some() => match row.node {
+        Output::Star if ctx.nodes => match row.node {
             // A MISSING row is an empty record.
             None => {}
             Some(Node::Object(members)) => {

@@ -1,4 +1,4 @@
-//! Sift's S3 Select engine: AWS's SQL dialect over CSV and JSON streams.
+//! Sift's S3 Select engine: AWS's SQL dialect over CSV and JSON streams and Parquet files.
 //!
 //! ```
 //! use sift_engine::{Select, SelectRequest, SliceSource};
@@ -18,7 +18,8 @@
 //! The pieces, in the order data flows through them:
 //! [`source`] (bytes, decompression) → [`csv`] (record-aligned chunks, records, fields) →
 //! [`eval`] (the bound query) → [`output`] (CSV/JSON rows) → a [`Sink`]. [`sql`] parses the
-//! statement and [`value`] holds the value types and their functions.
+//! statement and [`value`] holds the value types and their functions. JSON input goes
+//! through [`json`] instead of [`csv`], Parquet input through [`parquet`].
 
 pub mod csv;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod eval;
 pub mod exec;
 pub mod json;
 pub mod output;
+pub mod parquet;
 pub mod request;
 pub mod source;
 pub mod sql;

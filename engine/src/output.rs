@@ -105,6 +105,7 @@ impl RowWriter {
                 Node::String(s) => w.field(out, i, s, true),
                 Node::Number(n) => w.field(out, i, n, true),
                 Node::Null => w.field(out, i, "", false),
+                Node::Scalar(v) => self.value_field(out, i, name, &v.value()),
                 other => {
                     let mut text = Vec::new();
                     write_node(&mut text, other);
@@ -241,7 +242,7 @@ impl JsonWriter {
     }
 }
 
-fn json_value(out: &mut Vec<u8>, v: &Value<'_>) {
+pub(crate) fn json_value(out: &mut Vec<u8>, v: &Value<'_>) {
     match v {
         Value::Null | Value::Missing => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),

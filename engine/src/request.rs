@@ -24,11 +24,13 @@ pub struct InputSerialization {
     pub compression: Compression,
 }
 
-/// The object's format: `InputSerialization`'s `CSV` or `JSON` element.
+/// The object's format: `InputSerialization`'s `CSV`, `JSON` or `Parquet` element.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputFormat {
     Csv(CsvInput),
     Json(JsonInput),
+    /// AWS's `ParquetInput` has no options: the file describes itself.
+    Parquet,
 }
 
 impl Default for InputFormat {

@@ -21,6 +21,12 @@ pub trait ObjectSource: Sync {
     /// A reader of the object's bytes from `offset` to its end.
     fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>>;
 
+    /// Reads `len` bytes from `offset` (Parquet column chunks). Sources that fetch over a
+    /// network override it to ask for exactly those bytes.
+    fn open_range(&self, offset: u64, len: u64) -> io::Result<Box<dyn Read + Send + '_>> {
+        Ok(Box::new(self.open(offset)?.take(len)))
+    }
+
     /// The whole object, when it is already in memory (or mapped): the engine then cuts
     /// chunks out of it without copying.
     fn bytes(&self) -> Option<&[u8]> {

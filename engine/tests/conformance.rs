@@ -34,6 +34,10 @@
 //! * `expect-escaped: "…"` (also `* N`) and `expect-hex:` — the same for the expected output.
 //! * `expect-error: CastFailed` — the run must fail with this AWS error code instead.
 //! * `expect-ok` — the run must succeed; the output is not checked (UTCNOW).
+//! * `parquet-schema: a Int64; b Utf8; c Decimal128(7, 2)` — with `format=parquet`: the
+//!   input (JSON Lines, one row a line) is written as a Parquet file with these columns,
+//!   each type as Arrow spells it (`Date32`, `Timestamp(µs, "UTC")`, `List(Int64)`,
+//!   `Struct("x": Int64)`, …), by the parquet crate's writer (Snappy, statistics on).
 //!
 //! The `sql:` line may contain `{{N*text}}`, replaced by `text` repeated N times (for
 //! ExpressionTooLong and long IN lists).
@@ -61,7 +65,9 @@
 //! | `out-field=` `out-record=`      | output delimiters (CSV; `out-record` also for JSON)  |
 //! | `out-quote=` `out-escape=`      | CSVOutput QuoteCharacter, QuoteEscapeCharacter       |
 //! | `dialect=aws\|ceph`              | SQL dialect                                          |
-//! | `format=csv\|json-lines\|json-document` | InputSerialization CSV or JSON (Type LINES/DOCUMENT) |
+//! | `format=csv\|json-lines\|json-document\|parquet` | InputSerialization CSV, JSON (Type LINES/DOCUMENT) or Parquet |
+//! | `row-group-rows=N`              | Parquet: at most N rows per row group                |
+//! | `parquet-compression=snappy\|gzip\|none\|lz4` | Parquet: the column chunks' codec   |
 //! | `repeat=N`                      | repeat the whole input N times                       |
 //! | `expect-repeat=N`               | repeat the whole expected output N times             |
 //!
@@ -83,6 +89,8 @@ use sift_engine::{
 const MIN_CASES: usize = 400;
 /// ... of which at least this many read JSON input (issue #5).
 const MIN_JSON_CASES: usize = 150;
+/// ... and at least this many Parquet input.
+const MIN_PARQUET_CASES: usize = 50;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Expect {
@@ -110,6 +118,11 @@ struct Prep {
     expect_repeat: usize,
     gzip_members: usize,
     truncate_compressed: usize,
+    /// Parquet input: the columns, and the writer's settings.
+    parquet_schema: Option<arrow_schema::SchemaRef>,
+    row_group_rows: usize,
+    /// Snappy when not given, as pyarrow and DuckDB write by default.
+    parquet_codec: Option<parquet::basic::Compression>,
 }
 
 /// Decodes the escapes of option values and quoted strings into bytes.
@@ -237,6 +250,7 @@ fn set_option(
             "json-document" => InputFormat::Json(JsonInput {
                 json_type: JsonType::Document,
             }),
+            "parquet" => InputFormat::Parquet,
             _ => return Err(format!("format={v}?")),
         };
         return Ok(());
@@ -254,12 +268,12 @@ fn set_option(
     let mut no_csv = CsvInput::default();
     let csv = match &mut req.input.format {
         InputFormat::Csv(c) => c,
-        InputFormat::Json(_) if csv_only => {
+        InputFormat::Json(_) | InputFormat::Parquet if csv_only => {
             return Err(format!(
                 "{key} is a CSV option (put format= after it, or drop it)"
             ))
         }
-        InputFormat::Json(_) => &mut no_csv,
+        InputFormat::Json(_) | InputFormat::Parquet => &mut no_csv,
     };
     let num = |v: &str| {
         v.parse::<usize>()
@@ -342,6 +356,16 @@ fn set_option(
             }
         }
         "repeat" => prep.repeat = num(&v)?,
+        "row-group-rows" => prep.row_group_rows = num(&v)?,
+        "parquet-compression" => {
+            prep.parquet_codec = Some(match v.as_str() {
+                "snappy" => parquet::basic::Compression::SNAPPY,
+                "gzip" => parquet::basic::Compression::GZIP(Default::default()),
+                "none" => parquet::basic::Compression::UNCOMPRESSED,
+                "lz4" => parquet::basic::Compression::LZ4_RAW,
+                _ => return Err(format!("parquet-compression={v}?")),
+            })
+        }
         "expect-repeat" => prep.expect_repeat = num(&v)?,
         _ => return Err(format!("unknown option {key:?}")),
     }
@@ -460,6 +484,9 @@ impl Builder {
         if self.prep.repeat > 1 {
             input = input.repeat(self.prep.repeat);
         }
+        if self.request.input.format == InputFormat::Parquet {
+            input = to_parquet(&input, &self.prep)?;
+        }
         if self.prep.expect_repeat > 1 {
             if let Expect::Output(o) = &mut expect {
                 *o = o.repeat(self.prep.expect_repeat);
@@ -484,6 +511,83 @@ impl Builder {
             stats: self.stats,
         })
     }
+}
+
+/// Writes JSON Lines rows as a Parquet file with the case's schema.
+fn to_parquet(json_lines: &[u8], prep: &Prep) -> Result<Vec<u8>, String> {
+    // Without a schema the input is taken as the file's bytes (for malformed files).
+    let Some(schema) = prep.parquet_schema.clone() else {
+        return Ok(json_lines.to_vec());
+    };
+    // The JSON reader has no dictionary columns: read their values, then encode.
+    let plain = arrow_schema::Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                arrow_schema::DataType::Dictionary(_, v) => {
+                    f.as_ref().clone().with_data_type(*v.clone())
+                }
+                _ => f.as_ref().clone(),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let reader = arrow_json::ReaderBuilder::new(std::sync::Arc::new(plain))
+        .build(json_lines)
+        .map_err(|e| format!("parquet input: {e}"))?;
+    let mut props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(
+            prep.parquet_codec
+                .unwrap_or(parquet::basic::Compression::SNAPPY),
+        )
+        .set_statistics_enabled(parquet::file::properties::EnabledStatistics::Chunk);
+    if prep.row_group_rows > 0 {
+        props = props.set_max_row_group_row_count(Some(prep.row_group_rows));
+    }
+    let mut out = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(&mut out, schema.clone(), Some(props.build()))
+            .map_err(|e| format!("parquet writer: {e}"))?;
+    for batch in reader {
+        let batch = batch.map_err(|e| format!("parquet input: {e}"))?;
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| arrow_cast::cast(c, f.data_type()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("parquet input: {e}"))?;
+        let batch = arrow_array::RecordBatch::try_new(schema.clone(), columns)
+            .map_err(|e| format!("parquet input: {e}"))?;
+        // One batch per row: the writer cuts row groups between writes.
+        for i in 0..batch.num_rows() {
+            writer
+                .write(&batch.slice(i, 1))
+                .map_err(|e| format!("parquet writer: {e}"))?;
+        }
+    }
+    writer.close().map_err(|e| format!("parquet writer: {e}"))?;
+    Ok(out)
+}
+
+/// `a Int64; b Utf8` → an Arrow schema (nullable columns).
+fn parquet_schema(spec: &str) -> Result<arrow_schema::SchemaRef, String> {
+    let fields = spec
+        .split(';')
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            let (name, ty) = c
+                .trim()
+                .split_once(' ')
+                .ok_or(format!("parquet-schema column {c:?}: NAME TYPE"))?;
+            let ty: arrow_schema::DataType = ty
+                .trim()
+                .parse()
+                .map_err(|e| format!("parquet-schema type {ty:?}: {e}"))?;
+            Ok(arrow_schema::Field::new(name, ty, true))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(std::sync::Arc::new(arrow_schema::Schema::new(fields)))
 }
 
 fn compress(data: &[u8], c: Compression, members: usize) -> Vec<u8> {
@@ -587,6 +691,7 @@ fn parse_file(path: &Path) -> Result<Vec<Case>, String> {
                     let s = quoted(rest)?;
                     b.input.extend_from_slice(&s);
                 }
+                "parquet-schema" => b.prep.parquet_schema = Some(parquet_schema(rest)?),
                 "input-hex" => {
                     let s = hex(rest)?;
                     b.input.extend_from_slice(&s);
@@ -830,6 +935,15 @@ fn conformance() {
         assert!(
             json >= MIN_JSON_CASES,
             "only {json} JSON conformance cases found; expected at least {MIN_JSON_CASES}"
+        );
+        let parquet = cases
+            .iter()
+            .filter(|c| c.request.input.format == InputFormat::Parquet)
+            .count();
+        assert!(
+            parquet >= MIN_PARQUET_CASES,
+            "only {parquet} Parquet conformance cases found; expected at least \
+             {MIN_PARQUET_CASES}"
         );
     }
 }

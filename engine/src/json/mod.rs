@@ -8,5 +8,5 @@ pub mod write;
 #[cfg(test)]
 mod proptests;
 
-pub use parse::{parse_one, JsonError, Node, Parser, MAX_DEPTH};
+pub use parse::{parse_one, JsonError, Node, Parser, Scalar, MAX_DEPTH};
 pub use write::write_node;

@@ -17,6 +17,7 @@
 //!   overflow: the parser recurses once per level.
 //! - **Duplicate keys** are all kept, in order; a path lookup takes the first.
 
+use crate::value::{Decimal, Timestamp, Value};
 use std::borrow::Cow;
 
 /// How deeply arrays and objects may nest. Deeper input fails with [`JsonError`].
@@ -33,6 +34,29 @@ pub enum Node<'a> {
     Array(Vec<Node<'a>>),
     /// Members in input order, duplicates included.
     Object(Vec<(Cow<'a, str>, Node<'a>)>),
+    /// A typed value read from a columnar file (Parquet): an INT, FLOAT, DECIMAL or
+    /// TIMESTAMP that never was text. JSON input never makes one.
+    Scalar(Scalar),
+}
+
+/// The typed scalars a [`Node::Scalar`] holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    Float(f64),
+    Decimal(Decimal),
+    Timestamp(Timestamp),
+}
+
+impl Scalar {
+    pub fn value(self) -> Value<'static> {
+        match self {
+            Scalar::Int(i) => Value::Int(i),
+            Scalar::Float(f) => Value::Float(f),
+            Scalar::Decimal(d) => Value::Decimal(d),
+            Scalar::Timestamp(t) => Value::Timestamp(t),
+        }
+    }
 }
 
 impl<'a> Node<'a> {
@@ -52,6 +76,7 @@ impl<'a> Node<'a> {
             Node::Null => Node::Null,
             Node::Bool(b) => Node::Bool(*b),
             Node::Number(n) => Node::Number(own(n)),
+            Node::Scalar(v) => Node::Scalar(*v),
             Node::String(s) => Node::String(own(s)),
             Node::Array(items) => Node::Array(items.iter().map(Node::to_static).collect()),
             Node::Object(members) => Node::Object(

@@ -203,6 +203,7 @@ pub fn node_value<'r>(node: Option<&'r Node<'_>>) -> Value<'r> {
         Some(Node::Bool(b)) => Value::Bool(*b),
         Some(Node::String(s)) => Value::Str(Cow::Borrowed(s.as_ref())),
         Some(Node::Number(n)) => number_value(n),
+        Some(Node::Scalar(v)) => v.value(),
         Some(n @ (Node::Array(_) | Node::Object(_))) => Value::Nested(Nested::Borrowed(n)),
     }
 }

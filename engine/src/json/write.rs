@@ -2,7 +2,7 @@
 //! text a nested value becomes in CSV output).
 
 use crate::json::Node;
-use crate::output::json_string;
+use crate::output::{json_string, json_value};
 
 /// Appends `node` as compact JSON (no whitespace). Numbers are written as they were read.
 pub fn write_node(out: &mut Vec<u8>, node: &Node<'_>) {
@@ -11,6 +11,7 @@ pub fn write_node(out: &mut Vec<u8>, node: &Node<'_>) {
         Node::Bool(true) => out.extend_from_slice(b"true"),
         Node::Bool(false) => out.extend_from_slice(b"false"),
         Node::Number(n) => out.extend_from_slice(n.as_bytes()),
+        Node::Scalar(v) => json_value(out, &v.value()),
         Node::String(s) => json_string(out, s),
         Node::Array(items) => {
             out.push(b'[');
