@@ -1,6 +1,6 @@
 //! `sift select`: the engine on a local file, with every SelectObjectContent option as a flag.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use sift_engine::{
     Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, FileSource, InputFormat,
     InputSerialization, JsonInput, JsonOutput, JsonType, ObjectSource, OutputSerialization,
-    QuoteFields, ScanRange, Select, SelectError, SelectRequest, Sink, StreamSource,
+    QuoteFields, ScanRange, Select, SelectError, SelectRequest, Sink, SliceSource, StreamSource,
 };
 
 #[derive(Args, Debug)]
@@ -16,8 +16,8 @@ pub struct SelectArgs {
     /// The object to query; `-` reads standard input.
     #[arg(long)]
     file: PathBuf,
-    /// The object's format (InputSerialization CSV, or JSON with Type LINES or DOCUMENT).
-    /// The CSV options below apply to CSV only.
+    /// The object's format (InputSerialization CSV, JSON with Type LINES or DOCUMENT, or
+    /// Parquet). The CSV options below apply to CSV only.
     #[arg(long, value_enum, default_value_t = InFormat::Csv)]
     input: InFormat,
     /// The SQL statement (or use --sql-file).
@@ -74,6 +74,7 @@ enum InFormat {
     Csv,
     JsonLines,
     JsonDocument,
+    Parquet,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -219,6 +220,7 @@ fn build_request(args: &SelectArgs) -> Result<SelectRequest, String> {
                 InFormat::JsonDocument => InputFormat::Json(JsonInput {
                     json_type: JsonType::Document,
                 }),
+                InFormat::Parquet => InputFormat::Parquet,
             },
             compression: match args.compression {
                 Compress::None => Compression::None,
@@ -248,10 +250,24 @@ pub fn run(args: SelectArgs) -> ExitCode {
         Err(e) => return report(&e),
     };
     let stdin_source;
+    let stdin_bytes;
+    let memory_source;
     let file_source;
     let source: &dyn ObjectSource = if args.file.as_os_str() == "-" {
-        stdin_source = StreamSource::new(io::stdin(), None);
-        &stdin_source
+        if matches!(args.input, InFormat::Parquet) {
+            // Parquet is read from its end: take the whole stream first.
+            let mut all = Vec::new();
+            if let Err(e) = io::stdin().read_to_end(&mut all) {
+                eprintln!("sift select: reading standard input: {e}");
+                return ExitCode::from(1);
+            }
+            stdin_bytes = all;
+            memory_source = SliceSource(&stdin_bytes);
+            &memory_source
+        } else {
+            stdin_source = StreamSource::new(io::stdin(), None);
+            &stdin_source
+        }
     } else {
         // SAFETY: like grep and ripgrep, `sift select` maps the file it is given and assumes
         // nothing rewrites it during the scan.

@@ -110,6 +110,89 @@ fn select_reads_json_lines_and_documents() {
     assert!(err.contains("JSONParsingError"), "{err}");
 }
 
+/// A two-row-group Parquet file: `id` Int64 and `name` Utf8.
+fn parquet_file() -> Vec<u8> {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
+        (
+            "name",
+            Arc::new(StringArray::from(vec!["ann", "bob", "cy"])) as ArrayRef,
+        ),
+    ])
+    .expect("batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2))
+        .build();
+    let mut out = Vec::new();
+    let mut w = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), Some(props))
+        .expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    out
+}
+
+#[test]
+fn select_reads_parquet_from_a_file_and_stdin() {
+    let data = parquet_file();
+    let path = temp_file("a.parquet", &data);
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            path.to_str().unwrap(),
+            "--input",
+            "parquet",
+            "--output",
+            "json",
+            "--stats",
+            "SELECT s.name FROM S3Object s WHERE s.id >= 2",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"{\"name\":\"bob\"}\n{\"name\":\"cy\"}\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("BytesScanned: "), "{err}");
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "-",
+            "--input",
+            "parquet",
+            "SELECT COUNT(*) FROM S3Object",
+        ],
+        Some(&data),
+    );
+    assert_eq!(
+        out.stdout,
+        b"3\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "-",
+            "--input",
+            "parquet",
+            "SELECT * FROM S3Object",
+        ],
+        Some(b"id,name\n1,ann\n"),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ParquetParsingError"), "{err}");
+}
+
 #[test]
 fn select_reads_stdin_with_dsdgen_options_and_json_output() {
     let out = sift(

@@ -395,12 +395,6 @@ pub fn map_request(
             "InputSerialization must name only one of CSV, JSON and Parquet"
         ));
     }
-    if inp.parquet.is_some() {
-        return Err(s3_error!(
-            NotImplemented,
-            "Parquet input is not implemented yet; only CSV input is supported"
-        ));
-    }
     let compression = match inp.compression_type.as_ref().map(|c| c.as_str()) {
         None | Some(dto::CompressionType::NONE) => Compression::None,
         Some(dto::CompressionType::GZIP) => Compression::Gzip,
@@ -412,7 +406,9 @@ pub fn map_request(
             ))
         }
     };
-    let format = if let Some(j) = inp.json {
+    let format = if inp.parquet.is_some() {
+        InputFormat::Parquet
+    } else if let Some(j) = inp.json {
         let json_type = match j.type_.as_ref().map(|t| t.as_str().to_ascii_uppercase()) {
             None => JsonType::Document,
             Some(t) if t == dto::JSONType::DOCUMENT => JsonType::Document,
@@ -452,7 +448,7 @@ pub fn map_request(
     } else {
         return Err(s3_error!(
             MissingRequiredParameter,
-            "InputSerialization must name CSV or JSON (Parquet input is not implemented yet)"
+            "InputSerialization must name CSV, JSON or Parquet"
         ));
     };
 

@@ -232,12 +232,25 @@ impl ObjectSource for UpstreamSource {
     }
 
     fn open(&self, offset: u64) -> io::Result<Box<dyn Read + Send + '_>> {
-        if offset >= self.size {
+        self.get(offset, None)
+    }
+
+    fn open_range(&self, offset: u64, len: u64) -> io::Result<Box<dyn Read + Send + '_>> {
+        self.get(offset, Some(len))
+    }
+}
+
+impl UpstreamSource {
+    /// A GET from `offset`, to the end or for `len` bytes.
+    fn get(&self, offset: u64, len: Option<u64>) -> io::Result<Box<dyn Read + Send + '_>> {
+        if offset >= self.size || len == Some(0) {
             return Ok(Box::new(io::empty()));
         }
         let mut get = self.client.get_object().bucket(&self.bucket).key(&self.key);
-        if offset > 0 {
-            get = get.range(format!("bytes={offset}-"));
+        match len {
+            Some(n) => get = get.range(format!("bytes={offset}-{}", offset + n - 1)),
+            None if offset > 0 => get = get.range(format!("bytes={offset}-")),
+            None => {}
         }
         if let Some(etag) = &self.etag {
             get = get.if_match(etag);
