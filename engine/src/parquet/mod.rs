@@ -29,7 +29,10 @@ use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Compression as Codec;
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataPushDecoder, RowGroupMetaData};
+use parquet::file::metadata::{
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataPushDecoder,
+    RowGroupMetaData,
+};
 use parquet::DecodeResult;
 
 use crate::err;
@@ -118,6 +121,7 @@ impl<'s> ParquetFile<'s> {
                 }
             }
         };
+        check_chunk_ranges(&metadata, size)?;
         let meta = guarded(|| {
             ArrowReaderMetadata::try_new(Arc::new(metadata), ArrowReaderOptions::new())
         })?;
@@ -153,10 +157,7 @@ impl<'s> ParquetFile<'s> {
         self.row_groups()[i]
             .columns()
             .iter()
-            .map(|c| {
-                let (start, _) = c.byte_range();
-                start
-            })
+            .filter_map(|c| chunk_range(c).map(|(start, _)| start))
             .min()
             .unwrap_or(0)
     }
@@ -248,6 +249,37 @@ impl<'s> ParquetFile<'s> {
     fn read_range(&self, range: Range<u64>) -> Result<Bytes> {
         read_range(self.source, self.size, &self.read, range)
     }
+}
+
+/// A column chunk's `(start, length)`, `None` when the footer gives a negative one. (The
+/// parquet crate's own `byte_range` asserts instead.)
+fn chunk_range(c: &ColumnChunkMetaData) -> Option<(u64, u64)> {
+    let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset());
+    Some((
+        u64::try_from(start).ok()?,
+        u64::try_from(c.compressed_size()).ok()?,
+    ))
+}
+
+/// Refuses a footer whose column chunks lie outside the object, before anything (the
+/// decoders included) takes their offsets for granted.
+fn check_chunk_ranges(metadata: &ParquetMetaData, size: u64) -> Result<()> {
+    for (g, rg) in metadata.row_groups().iter().enumerate() {
+        for c in rg.columns() {
+            let inside = chunk_range(c)
+                .and_then(|(start, len)| start.checked_add(len))
+                .is_some_and(|end| end <= size);
+            if !inside {
+                return Err(err!(
+                    ParquetParsingError,
+                    "the Parquet footer puts column {} of row group {g} outside the \
+                     {size}-byte object",
+                    c.column_path()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads bytes `range` of a `size`-byte object, adding their number to `read`.
