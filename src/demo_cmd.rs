@@ -137,6 +137,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         parallel: 1,
         child: 1,
         jobs: None,
+        format: sift_tpcds::layout::Format::Csv,
     };
     eprintln!(
         "loading TPC-DS SF {} (parts already loaded are kept)…",
@@ -153,6 +154,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
     let link_rate = run::parse_rate(&args.link_bandwidth)?;
     let options = RunOptions {
         scale: args.sf,
+        format: sift_tpcds::layout::Format::Csv,
         modes: Mode::ALL.to_vec(),
         queries: queries::parse_set(&args.queries)?,
         iterations: 1,

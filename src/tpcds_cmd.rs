@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use indicatif::MultiProgress;
 use sift_tpcds::data::Slice;
 use sift_tpcds::error::Result;
-use sift_tpcds::layout::{self, DEFAULT_PART_SIZE};
+use sift_tpcds::layout::{self, Format, DEFAULT_PART_SIZE};
 use sift_tpcds::run::{self, RunOptions};
 use sift_tpcds::s3::EndpointArgs;
 use sift_tpcds::scan::Mode;
@@ -15,9 +15,10 @@ use sift_tpcds::{load, queries, report};
 
 #[derive(Subcommand, Debug)]
 pub enum TpcdsCommand {
-    /// Generate the 24 tables as dsdgen flat files: DIR/<table>/part-NNNNN.dat.
+    /// Generate the 24 tables as dsdgen flat files: DIR/<table>/part-NNNNN.dat (or .parquet).
     Gen(GenArgs),
-    /// Generate the 24 tables straight into S3 objects PREFIX/sf<SF>/<table>/part-NNNNN.dat.
+    /// Generate the 24 tables straight into S3 objects PREFIX/sf<SF>/<table>/part-NNNNN.dat
+    /// (or .parquet).
     Load(LoadArgs),
     /// Run TPC-DS queries with table scans fetched and/or pushed down through S3 Select.
     Run(Box<RunArgs>),
@@ -42,6 +43,10 @@ pub struct DataArgs {
     /// Parts generated at once (default: the number of cores).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// csv (dsdgen's flat files, as the Ceph benchmark) or parquet (one Parquet file per
+    /// part, Snappy).
+    #[arg(long, default_value = "csv")]
+    pub format: Format,
 }
 
 impl DataArgs {
@@ -97,6 +102,9 @@ pub struct RunArgs {
     /// all, ceph72 (the Ceph/IBM benchmark's 72), or a list like 3,7,10-12.
     #[arg(long, default_value = "ceph72")]
     pub queries: String,
+    /// The format the data was loaded in: csv or parquet.
+    #[arg(long, default_value = "csv")]
+    pub format: Format,
     /// Runs per query and mode; the median time is reported.
     #[arg(long, default_value_t = 1)]
     pub iterations: usize,
@@ -152,8 +160,9 @@ async fn gen(args: GenArgs) -> Result<()> {
     let parts = args.data.plan()?;
     let progress = MultiProgress::new();
     let (scale, jobs, out) = (args.data.sf, args.data.jobs(), args.out.clone());
+    let format = args.data.format;
     let summary = tokio::task::spawn_blocking(move || {
-        load::generate_files(parts, scale, &out, jobs, &progress)
+        load::generate_files(parts, scale, &out, format, jobs, &progress)
     })
     .await
     .map_err(|e| sift_tpcds::error::Error::Invalid(format!("generator failed: {e}")))??;
@@ -177,6 +186,7 @@ pub async fn load_data(data: &DataArgs, endpoint: &EndpointArgs) -> Result<load:
         &endpoint.bucket,
         &endpoint.prefix,
         data.sf,
+        data.format,
         parts,
         data.jobs(),
         &progress,
@@ -202,6 +212,7 @@ pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
     use sift_tpcds::error::Error;
     Ok(RunOptions {
         scale: args.sf,
+        format: args.format,
         modes: parse_modes(&args.mode).map_err(Error::Invalid)?,
         queries: queries::parse_set(&args.queries)?,
         iterations: args.iterations,

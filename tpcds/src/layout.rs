@@ -16,6 +16,40 @@ use std::ops::RangeInclusive;
 
 use crate::data::{self, Slice};
 
+/// How part files are written: dsdgen's flat files, or Parquet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `|`-delimited text with a trailing `|`, no header, uncompressed (as the Ceph
+    /// benchmark loads it).
+    #[default]
+    Csv,
+    /// One Parquet file per part (Snappy, statistics per row group; see [`crate::parquet`]).
+    Parquet,
+}
+
+impl Format {
+    /// The part files' extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Csv => "dat",
+            Format::Parquet => "parquet",
+        }
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "csv" => Ok(Format::Csv),
+            "parquet" => Ok(Format::Parquet),
+            other => Err(format!("unknown format {other:?}; expected csv or parquet")),
+        }
+    }
+}
+
 /// The default target size of one part object.
 pub const DEFAULT_PART_SIZE: u64 = 128 << 20;
 
@@ -35,14 +69,14 @@ pub struct Part {
 
 impl Part {
     /// The part's file or object name within its table's folder.
-    pub fn file_name(&self) -> String {
-        part_file_name(self.index)
+    pub fn file_name(&self, format: Format) -> String {
+        part_file_name(self.index, format)
     }
 }
 
-/// `part-NNNNN.dat`, numbered from 0.
-pub fn part_file_name(index: u32) -> String {
-    format!("part-{index:05}.dat")
+/// `part-NNNNN.dat` (or `.parquet`), numbered from 0.
+pub fn part_file_name(index: u32, format: Format) -> String {
+    format!("part-{index:05}.{}", format.extension())
 }
 
 /// How a scale factor is written in paths: `1`, `10`, `0.01`.
@@ -182,7 +216,8 @@ mod tests {
 
     #[test]
     fn names_and_labels() {
-        assert_eq!(part_file_name(7), "part-00007.dat");
+        assert_eq!(part_file_name(7, Format::Csv), "part-00007.dat");
+        assert_eq!(part_file_name(7, Format::Parquet), "part-00007.parquet");
         assert_eq!(scale_label(1.0), "1");
         assert_eq!(scale_label(0.01), "0.01");
         assert_eq!(scale_label(10.0), "10");

@@ -8,6 +8,7 @@ pub mod error;
 pub mod layout;
 pub mod load;
 pub mod net;
+pub mod parquet;
 pub mod pushdown;
 pub mod queries;
 pub mod report;

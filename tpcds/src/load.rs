@@ -24,8 +24,10 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::data;
 use crate::error::{Error, Result};
-use crate::layout::Part;
+use crate::layout::{Format, Part};
+use crate::parquet::{write_parquet, ROW_GROUP_ROWS};
 use crate::s3::table_prefix;
+use crate::schema::table_schema;
 
 /// Size of one multipart-upload part (S3's minimum is 5 MiB for all but the last).
 const CHUNK: usize = 16 << 20;
@@ -62,18 +64,20 @@ fn table_bars(parts: &[Part], progress: &MultiProgress) -> HashMap<&'static str,
         .collect()
 }
 
-/// Generates `parts` into `dir/<table>/part-NNNNN.dat`, `jobs` parts at a time.
+/// Generates `parts` into `dir/<table>/part-NNNNN.dat` (or `.parquet`), `jobs` parts at a
+/// time.
 pub fn generate_files(
     parts: Vec<Part>,
     scale: f64,
     dir: &Path,
+    format: Format,
     jobs: usize,
     progress: &MultiProgress,
 ) -> Result<LoadSummary> {
     let mut summary = LoadSummary::default();
     let mut todo = Vec::new();
     for part in parts {
-        if dir.join(part.table).join(part.file_name()).exists() {
+        if dir.join(part.table).join(part.file_name(format)).exists() {
             summary.parts_skipped += 1;
         } else {
             todo.push(part);
@@ -90,7 +94,7 @@ pub fn generate_files(
                         let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
                         let Some(part) = next else { break };
                         let bar = &bars[part.table];
-                        bytes += write_part_file(&part, scale, dir, bar)?;
+                        bytes += write_part_file(&part, scale, dir, format, bar)?;
                         parts += 1;
                     }
                     Ok((parts, bytes))
@@ -116,11 +120,18 @@ pub fn generate_files(
     Ok(summary)
 }
 
-fn write_part_file(part: &Part, scale: f64, dir: &Path, bar: &ProgressBar) -> Result<u64> {
+fn write_part_file(
+    part: &Part,
+    scale: f64,
+    dir: &Path,
+    format: Format,
+    bar: &ProgressBar,
+) -> Result<u64> {
     let folder = dir.join(part.table);
     fs::create_dir_all(&folder)?;
-    let path = folder.join(part.file_name());
-    let tmp = folder.join(format!(".{}.{}.tmp", part.file_name(), std::process::id()));
+    let name = part.file_name(format);
+    let path = folder.join(&name);
+    let tmp = folder.join(format!(".{name}.{}.tmp", std::process::id()));
     let result = (|| {
         let file = fs::File::create(&tmp)?;
         let mut out = ProgressWriter {
@@ -128,7 +139,7 @@ fn write_part_file(part: &Part, scale: f64, dir: &Path, bar: &ProgressBar) -> Re
             bar,
             written: 0,
         };
-        data::write_rows(part.table, scale, part.rows.clone(), &mut out)?;
+        write_part(part, scale, format, &mut out)?;
         out.flush()?;
         let written = out.written;
         drop(out);
@@ -140,6 +151,31 @@ fn write_part_file(part: &Part, scale: f64, dir: &Path, bar: &ProgressBar) -> Re
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Writes one part's rows to `out` in `format`. A Parquet part is generated as text first
+/// (in memory: one part, ~128 MiB at most) and converted, as a loader reading dsdgen's
+/// output would.
+fn write_part<W: Write + Send>(part: &Part, scale: f64, format: Format, out: W) -> io::Result<()> {
+    match format {
+        Format::Csv => {
+            let mut out = out;
+            data::write_rows(part.table, scale, part.rows.clone(), &mut out)?;
+            Ok(())
+        }
+        Format::Parquet => {
+            let schema = table_schema(part.table).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("no schema for {}", part.table),
+                )
+            })?;
+            let mut text = Vec::with_capacity(part.estimated_bytes as usize);
+            data::write_rows(part.table, scale, part.rows.clone(), &mut text)?;
+            write_parquet(schema, &text[..], out, ROW_GROUP_ROWS)?;
+            Ok(())
+        }
+    }
 }
 
 struct ProgressWriter<'a, W> {
@@ -167,6 +203,7 @@ pub async fn upload(
     bucket: &str,
     prefix: &str,
     scale: f64,
+    format: Format,
     parts: Vec<Part>,
     jobs: usize,
     progress: &MultiProgress,
@@ -186,7 +223,7 @@ pub async fn upload(
             let key = format!(
                 "{}{}",
                 table_prefix(prefix, scale, part.table),
-                part.file_name()
+                part.file_name(format)
             );
             let done = existing[part.table].contains(&key);
             summary.parts_skipped += usize::from(done);
@@ -206,12 +243,12 @@ pub async fn upload(
         let key = format!(
             "{}{}",
             table_prefix(prefix, scale, part.table),
-            part.file_name()
+            part.file_name(format)
         );
         let bars = Arc::clone(&bars);
         tasks.spawn(async move {
             let bar = &bars[part.table];
-            let result = upload_part(&client, &bucket, &key, scale, &part, bar).await;
+            let result = upload_part(&client, &bucket, &key, scale, format, &part, bar).await;
             drop(permit);
             result
         });
@@ -328,17 +365,18 @@ async fn upload_part(
     bucket: &str,
     key: &str,
     scale: f64,
+    format: Format,
     part: &Part,
     bar: &ProgressBar,
 ) -> Result<u64> {
     let (tx, mut rx) = mpsc::channel::<Option<Bytes>>(2);
-    let (table, rows) = (part.table, part.rows.clone());
+    let part_to_write = part.clone();
     let generator = tokio::task::spawn_blocking(move || -> io::Result<()> {
         let mut out = ChunkSender {
             buf: Vec::with_capacity(CHUNK),
             tx,
         };
-        data::write_rows(table, scale, rows, &mut out)?;
+        write_part(&part_to_write, scale, format, &mut out)?;
         out.finish()
     });
     let uploaded = async {

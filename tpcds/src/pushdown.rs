@@ -417,8 +417,45 @@ pub fn field(index: usize) -> String {
     format!("s._{}", index + 1)
 }
 
+/// How the store's SQL names a table column.
+#[derive(Debug, Clone, Copy)]
+pub enum Naming<'a> {
+    /// dsdgen text: `s._N`, every value a string to be cast (Trino's form).
+    Positional,
+    /// Parquet: `s."name"`, values already typed and NULL where DataFusion sees NULL.
+    Named(&'a Schema),
+}
+
+impl Naming<'_> {
+    /// The column as the SELECT list and conditions name it.
+    pub fn column(self, index: usize) -> Option<String> {
+        match self {
+            Naming::Positional => Some(field(index)),
+            Naming::Named(schema) => {
+                let name = schema.fields().get(index)?.name();
+                (!name.contains('"')).then(|| format!("s.\"{name}\""))
+            }
+        }
+    }
+}
+
 /// The column read with DataFusion's meaning: empty is NULL, then cast to its type.
-fn guarded(col: &Col) -> Option<String> {
+fn guarded(col: &Col, naming: Naming<'_>) -> Option<String> {
+    if let Naming::Named(_) = naming {
+        // Typed already; only the types rendered below are pushed down either way.
+        return match &col.ty {
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Decimal128(..)
+            | DataType::Date32
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View => naming.column(col.index),
+            _ => None,
+        };
+    }
     let f = field(col.index);
     let cast = match &col.ty {
         DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
@@ -496,23 +533,30 @@ impl Pred {
     /// The predicate as an S3 Select WHERE condition (parenthesised), or `None` if some
     /// part cannot be rendered.
     pub fn to_sql(&self) -> Option<String> {
+        self.to_sql_in(Naming::Positional)
+    }
+
+    /// The same for a store that names columns as `naming` says.
+    pub fn to_sql_in(&self, naming: Naming<'_>) -> Option<String> {
         let mut out = String::new();
-        self.render(&mut out, true)?;
+        self.render(&mut out, true, naming)?;
         Some(out)
     }
 
     /// `positive` is false under an odd number of NOTs, where the unguarded string shortcut
     /// would turn an empty field's `false` into a `true` (DataFusion's NULL stays NULL).
-    fn render(&self, out: &mut String, positive: bool) -> Option<()> {
+    fn render(&self, out: &mut String, positive: bool, naming: Naming<'_>) -> Option<()> {
+        let positional = matches!(naming, Naming::Positional);
         match self {
             Pred::Compare(col, cmp, value) => {
-                let lhs = if positive
+                let lhs = if positional
+                    && positive
                     && *cmp == Cmp::Eq
                     && unguarded_text(col, std::slice::from_ref(value))
                 {
                     field(col.index)
                 } else {
-                    guarded(col)?
+                    guarded(col, naming)?
                 };
                 write!(out, "({lhs} {} {})", cmp.sql(), literal(value)?).ok()
             }
@@ -522,7 +566,7 @@ impl Pred {
                 high,
                 negated,
             } => {
-                let c = guarded(col)?;
+                let c = guarded(col, naming)?;
                 let not = if *negated { "NOT " } else { "" };
                 write!(
                     out,
@@ -533,17 +577,25 @@ impl Pred {
                 .ok()
             }
             Pred::In { col, list, negated } => {
-                let lhs = if positive && !negated && unguarded_text(col, list) {
+                let lhs = if positional && positive && !negated && unguarded_text(col, list) {
                     field(col.index)
                 } else {
-                    guarded(col)?
+                    guarded(col, naming)?
                 };
                 let items = list.iter().map(literal).collect::<Option<Vec<_>>>()?;
                 let not = if *negated { "NOT " } else { "" };
                 write!(out, "({lhs} {not}IN ({}))", items.join(", ")).ok()
             }
-            Pred::IsNull(col, true) => write!(out, "({} = '')", field(col.index)).ok(),
-            Pred::IsNull(col, false) => write!(out, "({} <> '')", field(col.index)).ok(),
+            Pred::IsNull(col, true) if positional => {
+                write!(out, "({} = '')", field(col.index)).ok()
+            }
+            Pred::IsNull(col, false) if positional => {
+                write!(out, "({} <> '')", field(col.index)).ok()
+            }
+            Pred::IsNull(col, null) => {
+                let not = if *null { "" } else { "NOT " };
+                write!(out, "({} IS {not}NULL)", naming.column(col.index)?).ok()
+            }
             Pred::Like {
                 col,
                 pattern,
@@ -554,7 +606,7 @@ impl Pred {
                 write!(
                     out,
                     "({} {not}LIKE '{}'",
-                    guarded(col)?,
+                    guarded(col, naming)?,
                     pattern.replace('\'', "''")
                 )
                 .ok()?;
@@ -576,14 +628,14 @@ impl Pred {
                     if i > 0 {
                         out.push_str(joiner);
                     }
-                    part.render(out, positive)?;
+                    part.render(out, positive, naming)?;
                 }
                 out.push(')');
                 Some(())
             }
             Pred::Not(inner) => {
                 out.push_str("(NOT ");
-                inner.render(out, !positive)?;
+                inner.render(out, !positive, naming)?;
                 out.push(')');
                 Some(())
             }
@@ -608,6 +660,27 @@ mod tests {
 
     fn sql(expr: Expr) -> Option<String> {
         from_logical(&expr, &schema())?.to_sql()
+    }
+
+    fn parquet_sql(expr: Expr) -> Option<String> {
+        let schema = schema();
+        from_logical(&expr, &schema)?.to_sql_in(Naming::Named(&schema))
+    }
+
+    #[test]
+    fn parquet_columns_are_named_and_typed() {
+        assert_eq!(
+            parquet_sql(col("k").between(lit(0), lit(5))).as_deref(),
+            Some("((s.\"k\" >= 0 AND s.\"k\" <= 5))")
+        );
+        assert_eq!(
+            parquet_sql(col("name").eq(lit("x")).or(col("name").is_null())).as_deref(),
+            Some("((s.\"name\" = 'x') OR (s.\"name\" IS NULL))")
+        );
+        assert_eq!(
+            parquet_sql(col("k").is_not_null()).as_deref(),
+            Some("(s.\"k\" IS NOT NULL)")
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::{Error, Result};
+use crate::layout::Format;
 use crate::load::list_keys;
 use crate::net::Link;
 use crate::queries;
@@ -37,6 +38,8 @@ use crate::schema::SCHEMAS;
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub scale: f64,
+    /// The format the data was loaded in.
+    pub format: Format,
     pub modes: Vec<Mode>,
     pub queries: Vec<u32>,
     pub iterations: usize,
@@ -185,7 +188,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         endpoint.bucket.clone(),
         options.concurrency,
     ));
-    let tables = discover(&store, &endpoint.prefix, options.scale).await?;
+    let tables = discover(&store, &endpoint.prefix, options.scale, options.format).await?;
     std::fs::create_dir_all(&options.out)?;
 
     let mut results: Vec<QueryResult> = Vec::new();
@@ -195,7 +198,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     let mut empty_statements = Vec::new();
     let mut failed_statements = Vec::new();
     for (mode_index, &mode) in options.modes.iter().enumerate() {
-        let ctx = session(&store, &tables, mode, options.partitions)?;
+        let ctx = session(&store, &tables, mode, options.format, options.partitions)?;
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
         let cpu_before = gateway_cpu_seconds(&endpoint.endpoint).await;
@@ -339,24 +342,43 @@ struct TableData {
     line_bytes: f64,
 }
 
-async fn discover(store: &Store, prefix: &str, scale: f64) -> Result<Vec<TableData>> {
+async fn discover(
+    store: &Store,
+    prefix: &str,
+    scale: f64,
+    format: Format,
+) -> Result<Vec<TableData>> {
     let mut tables = Vec::new();
+    let extension = format!(".{}", format.extension());
     for schema in SCHEMAS.iter() {
         let table_prefix = table_prefix(prefix, scale, schema.name);
         let mut objects: Vec<(String, u64)> =
             list_keys(&store.client, &store.bucket, &table_prefix)
                 .await?
                 .into_iter()
-                .filter(|(key, _)| key.ends_with(".dat"))
+                .filter(|(key, _)| key.ends_with(&extension))
                 .collect();
         objects.sort();
         if objects.is_empty() {
+            let flag = match format {
+                Format::Csv => String::new(),
+                Format::Parquet => " --format parquet".into(),
+            };
             return Err(Error::Invalid(format!(
-                "no data for table {} at s3://{}/{table_prefix}: run `sift tpcds load --sf {scale}` first",
+                "no data for table {} at s3://{}/{table_prefix}: run `sift tpcds load --sf {scale}{flag}` first",
                 schema.name, store.bucket
             )));
         }
-        let line_bytes = sample_line_bytes(store, &objects[0]).await?;
+        let line_bytes = match format {
+            Format::Csv => sample_line_bytes(store, &objects[0]).await?,
+            // A Parquet file has no lines: bytes per generated row, for the same purpose
+            // (DataFusion's row estimates).
+            Format::Parquet => {
+                let total: u64 = objects.iter().map(|(_, size)| size).sum();
+                let rows = crate::data::source_row_count(schema.name, scale)?.max(1);
+                total as f64 / rows as f64
+            }
+        };
         tables.push(TableData {
             schema,
             objects,
@@ -379,6 +401,7 @@ fn session(
     store: &Arc<Store>,
     tables: &[TableData],
     mode: Mode,
+    format: Format,
     partitions: Option<usize>,
 ) -> Result<SessionContext> {
     let partitions = partitions.unwrap_or_else(|| {
@@ -404,6 +427,7 @@ fn session(
             table.line_bytes,
             Arc::clone(store),
             mode,
+            format,
         );
         ctx.register_table(table.schema.name, Arc::new(provider))?;
     }

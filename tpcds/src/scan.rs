@@ -26,14 +26,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use aws_sdk_s3::types::{
     CompressionType, CsvInput, CsvOutput, ExpressionType, FileHeaderInfo, InputSerialization,
-    OutputSerialization, ScanRange, SelectObjectContentEventStream,
+    OutputSerialization, ParquetInput, ScanRange, SelectObjectContentEventStream,
 };
 use aws_sdk_s3::Client;
 use bytes::{Buf, Bytes, BytesMut};
 use datafusion::arrow::csv::reader::Decoder;
 use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -56,10 +56,13 @@ use datafusion::physical_plan::{
     PlanProperties, SendableRecordBatchStream, StatisticsArgs,
 };
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
 use tokio::sync::Semaphore;
 
 use crate::error::Error;
-use crate::pushdown::{self, Pred};
+use crate::layout::Format;
+use crate::pushdown::{self, Naming, Pred};
 use crate::schema::{ColumnType, TableSchema};
 
 /// Rows per Arrow batch the scan emits (DataFusion's default batch size).
@@ -157,6 +160,7 @@ pub struct S3Table {
     estimated_rows: usize,
     store: Arc<Store>,
     mode: Mode,
+    format: Format,
 }
 
 /// The Arrow type a TPC-DS column is read as.
@@ -188,6 +192,7 @@ impl S3Table {
         line_bytes: f64,
         store: Arc<Store>,
         mode: Mode,
+        format: Format,
     ) -> S3Table {
         let schema = arrow_schema(table);
         let mut file_fields: Vec<Field> =
@@ -203,6 +208,7 @@ impl S3Table {
             estimated_rows: (total_bytes as f64 / line_bytes.max(1.0)) as usize,
             store,
             mode,
+            format,
         }
     }
 }
@@ -226,7 +232,7 @@ impl TableProvider for S3Table {
             .map(|expr| {
                 let exact = self.mode != Mode::Fetch
                     && pushdown::from_logical(expr, &self.schema)
-                        .and_then(|p| p.to_sql())
+                        .and_then(|p| p.to_sql_in(self.naming()))
                         .is_some();
                 if exact {
                     TableProviderFilterPushDown::Exact
@@ -275,6 +281,7 @@ impl TableProvider for S3Table {
         Ok(Arc::new(ScanExec {
             table: self.name,
             mode: self.mode,
+            format: self.format,
             store: Arc::clone(&self.store),
             schema: Arc::clone(&self.schema),
             file_schema: Arc::clone(&self.file_schema),
@@ -300,12 +307,18 @@ enum Request {
 }
 
 impl S3Table {
+    fn naming(&self) -> Naming<'_> {
+        naming(self.format, &self.schema)
+    }
+
     /// Splits the table's objects into requests and deals them to at most `target`
     /// partitions, keeping each object's requests together and in order.
     fn plan_requests(&self, target: usize) -> Vec<Vec<Request>> {
-        let step = match self.mode {
-            Mode::Fetch => self.store.fetch_chunk,
-            Mode::Pushdown | Mode::Dynamic => self.store.split_size,
+        let step = match (self.mode, self.format) {
+            // A Parquet file is read from its footer: fetched whole.
+            (Mode::Fetch, Format::Parquet) => u64::MAX,
+            (Mode::Fetch, Format::Csv) => self.store.fetch_chunk,
+            (Mode::Pushdown | Mode::Dynamic, _) => self.store.split_size,
         }
         .max(1);
         let mut units: Vec<Vec<Request>> = Vec::new();
@@ -313,7 +326,7 @@ impl S3Table {
             let mut requests = Vec::new();
             let mut start = 0;
             while start < *size {
-                let end = (start + step).min(*size);
+                let end = start.saturating_add(step).min(*size);
                 requests.push(match self.mode {
                     Mode::Fetch => Request::Get {
                         key: key.clone(),
@@ -344,11 +357,20 @@ impl S3Table {
     }
 }
 
+/// How the store's SQL names the columns of a table stored in `format`.
+fn naming(format: Format, schema: &Schema) -> Naming<'_> {
+    match format {
+        Format::Csv => Naming::Positional,
+        Format::Parquet => Naming::Named(schema),
+    }
+}
+
 /// The physical scan of one table.
 #[derive(Debug, Clone)]
 pub struct ScanExec {
     table: &'static str,
     mode: Mode,
+    format: Format,
     store: Arc<Store>,
     schema: SchemaRef,
     file_schema: SchemaRef,
@@ -370,9 +392,10 @@ impl ScanExec {
         if self.projection.is_empty() {
             "' '".to_string()
         } else {
+            let naming = naming(self.format, &self.schema);
             self.projection
                 .iter()
-                .map(|&i| pushdown::field(i))
+                .map(|&i| naming.column(i).unwrap_or_else(|| pushdown::field(i)))
                 .collect::<Vec<_>>()
                 .join(", ")
         }
@@ -384,6 +407,7 @@ impl ScanExec {
         dynamic: Vec<Arc<dyn PhysicalExpr>>,
         projection: Vec<usize>,
         schema: SchemaRef,
+        format: Format,
     ) -> Option<String> {
         let mut preds: Vec<Pred> = static_filter.into_iter().collect();
         for expr in dynamic {
@@ -401,7 +425,7 @@ impl ScanExec {
         if preds.is_empty() {
             None
         } else {
-            Pred::And(preds).to_sql()
+            Pred::And(preds).to_sql_in(naming(format, &schema))
         }
     }
 }
@@ -415,7 +439,12 @@ impl DisplayAs for ScanExec {
             self.mode,
             self.select_list()
         )?;
-        if let Some(sql) = self.static_filter.as_ref().and_then(Pred::to_sql) {
+        let naming = naming(self.format, &self.schema);
+        if let Some(sql) = self
+            .static_filter
+            .as_ref()
+            .and_then(|p| p.to_sql_in(naming))
+        {
             write!(f, ", where={sql}")?;
         }
         if !self.dynamic_filters.is_empty() {
@@ -520,6 +549,28 @@ impl ExecutionPlan for ScanExec {
         let requests = self.partitions.get(partition).cloned().unwrap_or_default();
         let store = Arc::clone(&self.store);
         let in_flight = (store.concurrency / self.partitions.len().max(1)).max(1);
+        if (self.mode, self.format) == (Mode::Fetch, Format::Parquet) {
+            // Whole files, decoded on the client with the projection applied.
+            let (projection, schema) = (self.projection.clone(), Arc::clone(&self.output_schema));
+            let batches = stream::iter(requests)
+                .map(move |request| {
+                    run_request(Arc::clone(&store), request, String::new(), Format::Parquet)
+                })
+                .buffered(in_flight)
+                .map(move |body| {
+                    let batches = body.and_then(|b| parquet_batches(b, &projection, &schema));
+                    match batches {
+                        Ok(batches) => stream::iter(batches.into_iter().map(Ok)).left_stream(),
+                        Err(e) => stream::iter(vec![Err(e)]).right_stream(),
+                    }
+                })
+                .flatten()
+                .boxed();
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(
+                Arc::clone(&self.output_schema),
+                batches,
+            )));
+        }
         let decoder = match self.mode {
             Mode::Fetch => ReaderBuilder::new(Arc::clone(&self.file_schema))
                 .with_delimiter(b'|')
@@ -553,7 +604,9 @@ impl ExecutionPlan for ScanExec {
             self.dynamic_filters.clone(),
             self.projection.clone(),
             Arc::clone(&self.schema),
+            self.format,
         );
+        let format = self.format;
         let bodies = stream::once(where_future)
             .map(move |where_clause| {
                 let sql = match where_clause {
@@ -562,7 +615,9 @@ impl ExecutionPlan for ScanExec {
                 };
                 let store = Arc::clone(&store);
                 stream::iter(requests.clone())
-                    .map(move |request| run_request(Arc::clone(&store), request, sql.clone()))
+                    .map(move |request| {
+                        run_request(Arc::clone(&store), request, sql.clone(), format)
+                    })
                     .buffered(in_flight)
             })
             .flatten()
@@ -579,13 +634,18 @@ impl ExecutionPlan for ScanExec {
 /// request holding a permit finishes (and frees it) even when its scan is not being polled —
 /// a hash join reads its build side before it polls the probe side, and the build side may
 /// need that permit.
-async fn run_request(store: Arc<Store>, request: Request, sql: String) -> DfResult<Bytes> {
+async fn run_request(
+    store: Arc<Store>,
+    request: Request,
+    sql: String,
+    format: Format,
+) -> DfResult<Bytes> {
     let task = tokio::spawn(async move {
         let _permit = Arc::clone(&store.permits)
             .acquire_owned()
             .await
             .map_err(|_| Error::Invalid("the request limiter was closed".into()))?;
-        send(&store, request, &sql).await
+        send(&store, request, &sql, format).await
     });
     match task.await {
         Ok(result) => result.map_err(DataFusionError::from),
@@ -593,11 +653,47 @@ async fn run_request(store: Arc<Store>, request: Request, sql: String) -> DfResu
     }
 }
 
-async fn send(store: &Store, request: Request, sql: &str) -> Result<Bytes, Error> {
+async fn send(store: &Store, request: Request, sql: &str, format: Format) -> Result<Bytes, Error> {
     match request {
         Request::Get { key, start, end } => get(store, &key, start, end).await,
-        Request::Select { key, start, end } => select(store, &key, start, end, sql).await,
+        Request::Select { key, start, end } => select(store, &key, start, end, sql, format).await,
     }
+}
+
+/// A whole Parquet part as record batches of the scan's output columns, in its order.
+fn parquet_batches(
+    file: Bytes,
+    projection: &[usize],
+    output: &SchemaRef,
+) -> DfResult<Vec<RecordBatch>> {
+    let external = |e: parquet::errors::ParquetError| DataFusionError::External(Box::new(e));
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(external)?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), projection.iter().copied());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(external)?;
+    // The reader gives the projected columns in file order; the scan's order is
+    // `projection`'s.
+    let mut in_file = projection.to_vec();
+    in_file.sort_unstable();
+    let order: Vec<usize> = projection
+        .iter()
+        .map(|p| in_file.binary_search(p).unwrap_or(0))
+        .collect();
+    let mut batches = Vec::new();
+    for batch in reader {
+        let batch = batch?;
+        let columns = order.iter().map(|&i| Arc::clone(batch.column(i))).collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        batches.push(RecordBatch::try_new_with_options(
+            Arc::clone(output),
+            columns,
+            &options,
+        )?);
+    }
+    Ok(batches)
 }
 
 /// A ranged GET of `start..end` of `key`, checked to be complete and counted as scanned.
@@ -630,9 +726,16 @@ pub(crate) async fn get(store: &Store, key: &str, start: u64, end: u64) -> Resul
     Ok(body)
 }
 
-async fn select(store: &Store, key: &str, start: u64, end: u64, sql: &str) -> Result<Bytes, Error> {
-    let input = InputSerialization::builder()
-        .csv(
+async fn select(
+    store: &Store,
+    key: &str,
+    start: u64,
+    end: u64,
+    sql: &str,
+    format: Format,
+) -> Result<Bytes, Error> {
+    let input = match format {
+        Format::Csv => InputSerialization::builder().csv(
             CsvInput::builder()
                 .file_header_info(FileHeaderInfo::None)
                 .field_delimiter("|")
@@ -640,9 +743,11 @@ async fn select(store: &Store, key: &str, start: u64, end: u64, sql: &str) -> Re
                 // As Trino: a comment marker that never occurs in data.
                 .comments("\u{FDD0}")
                 .build(),
-        )
-        .compression_type(CompressionType::None)
-        .build();
+        ),
+        Format::Parquet => InputSerialization::builder().parquet(ParquetInput::builder().build()),
+    }
+    .compression_type(CompressionType::None)
+    .build();
     let output = OutputSerialization::builder()
         .csv(
             CsvOutput::builder()
