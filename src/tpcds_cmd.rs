@@ -185,8 +185,10 @@ pub async fn load_data(data: &DataArgs, endpoint: &EndpointArgs) -> Result<load:
         &client,
         &endpoint.bucket,
         &endpoint.prefix,
-        data.sf,
-        data.format,
+        load::Dataset {
+            scale: data.sf,
+            format: data.format,
+        },
         parts,
         data.jobs(),
         &progress,

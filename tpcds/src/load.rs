@@ -197,17 +197,24 @@ impl<W: Write> Write for ProgressWriter<'_, W> {
     }
 }
 
+/// Which data set a load writes: its scale factor and its files' format.
+#[derive(Debug, Clone, Copy)]
+pub struct Dataset {
+    pub scale: f64,
+    pub format: Format,
+}
+
 /// Generates `parts` straight into `bucket` under `prefix`, `jobs` parts at a time.
 pub async fn upload(
     client: &Client,
     bucket: &str,
     prefix: &str,
-    scale: f64,
-    format: Format,
+    dataset: Dataset,
     parts: Vec<Part>,
     jobs: usize,
     progress: &MultiProgress,
 ) -> Result<LoadSummary> {
+    let Dataset { scale, format } = dataset;
     ensure_bucket(client, bucket).await?;
     let mut summary = LoadSummary::default();
     let mut existing: HashMap<&'static str, Vec<String>> = HashMap::new();
