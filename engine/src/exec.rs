@@ -981,9 +981,10 @@ fn process_parquet_row_group(
     let mut scratch = RowScratch::default();
     file.read_row_group(group, mask, decode_limit, |batch| {
         let rows = BatchRows::new(batch)?;
+        let columns = rows.columns();
         let mut members = Vec::new();
         for i in 0..rows.len() {
-            rows.row(i, &mut members)?;
+            BatchRows::row(&columns, i, &mut members)?;
             let node = Node::Object(std::mem::take(&mut members));
             let flow = take_value(ctx, &node, out, &mut scratch, row_cap)?;
             if let Node::Object(m) = node {

@@ -4,7 +4,7 @@ use crate::error::Result;
 use crate::eval::coerce::to_text;
 use crate::json::{write_node, Node};
 use crate::request::{option_bytes, CsvOutput, JsonOutput, OutputSerialization, QuoteFields};
-use crate::value::numeric::format_f64;
+use crate::value::numeric::{format_f64, NumText};
 use crate::value::Value;
 
 /// Writes rows into an output buffer.
@@ -86,6 +86,8 @@ impl RowWriter {
             RowWriter::Csv(w) => match v {
                 Value::Str(s) => w.field(out, i, s, true),
                 Value::Null | Value::Missing => w.field(out, i, "", false),
+                Value::Int(n) => w.field(out, i, NumText::default().int(*n), true),
+                Value::Decimal(d) => w.field(out, i, NumText::default().decimal(d), true),
                 other => w.field(out, i, &to_text(other), true),
             },
             RowWriter::Json(w) => {
@@ -246,8 +248,8 @@ pub(crate) fn json_value(out: &mut Vec<u8>, v: &Value<'_>) {
     match v {
         Value::Null | Value::Missing => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        Value::Decimal(d) => out.extend_from_slice(d.to_string().as_bytes()),
+        Value::Int(i) => out.extend_from_slice(NumText::default().int(*i).as_bytes()),
+        Value::Decimal(d) => out.extend_from_slice(NumText::default().decimal(d).as_bytes()),
         Value::Float(f) if f.is_finite() => out.extend_from_slice(format_f64(*f).as_bytes()),
         Value::Float(_) => out.extend_from_slice(b"null"),
         Value::Str(s) => json_string(out, s),
