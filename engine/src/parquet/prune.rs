@@ -48,6 +48,11 @@ impl RowGroupStats {
             if !names.iter().any(|(n, exact)| key_matches(name, n, *exact)) {
                 continue;
             }
+            // A list's or a struct's statistics describe its leaf values, not the column's
+            // values (an empty list counts as a null element): only flat columns are judged.
+            if field.data_type().is_nested() {
+                continue;
+            }
             let Ok(conv) =
                 StatisticsConverter::try_new(name, schema, file.arrow_metadata().parquet_schema())
             else {
