@@ -211,16 +211,7 @@ impl Select {
                 bytes_returned: returned,
             }
         };
-        let mut emitter = Emitter {
-            limit: if plan.is_aggregate() {
-                None
-            } else {
-                plan.limit
-            },
-            aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
-            returned: 0,
-            stats_now: &stats_now,
-        };
+        let mut emitter = Emitter::new(&plan, &stats_now);
         let nothing_to_read = plan.limit == Some(0) && !plan.is_aggregate();
         let consumed = match chunker.take() {
             _ if nothing_to_read => None,
@@ -257,28 +248,16 @@ impl Select {
             bytes_processed: file.bytes_read(),
             bytes_returned: returned,
         };
-        let mut emitter = Emitter {
-            limit: if plan.is_aggregate() {
-                None
-            } else {
-                plan.limit
-            },
-            aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
-            returned: 0,
-            stats_now: &stats_now,
-        };
-        let mask = match &plan.top_keys {
-            Some(keys) => file.projection(Some(&|name: &str| keys.contains(name.as_bytes()))),
-            None => file.projection(None),
-        };
-        let groups = self.parquet_row_groups(&file, &plan, source.size())?;
+        let mut emitter = Emitter::new(&plan, &stats_now);
+        let mask = file.projection(plan.top_keys.as_ref());
         let nothing_to_read = plan.limit == Some(0) && !plan.is_aggregate();
+        let groups = match nothing_to_read {
+            true => Vec::new(),
+            false => self.parquet_row_groups(&file, &plan, source.size())?,
+        };
         let mut out = ChunkOut::new(&plan);
         let mut rows_before = 0;
         for g in groups {
-            if nothing_to_read {
-                break;
-            }
             file.check_row_group(g, &mask, self.max_row_group_bytes)?;
             out.reset(&plan, rows_before);
             process_parquet_row_group(&ctx, &file, g, mask.clone(), &mut out)?;
@@ -665,7 +644,21 @@ struct Emitter<'s> {
     stats_now: &'s (dyn Fn(u64, Option<u64>) -> Stats + Sync),
 }
 
-impl Emitter<'_> {
+impl<'s> Emitter<'s> {
+    /// LIMIT cuts rows as they are written; an aggregate's one row is cut in [`finish`].
+    fn new(plan: &Plan, stats_now: &'s (dyn Fn(u64, Option<u64>) -> Stats + Sync)) -> Self {
+        Emitter {
+            limit: if plan.is_aggregate() {
+                None
+            } else {
+                plan.limit
+            },
+            aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
+            returned: 0,
+            stats_now,
+        }
+    }
+
     /// Writes one chunk's output; returns whether to go on.
     fn emit(&mut self, out: &mut ChunkOut, sink: &mut dyn Sink, consumed: u64) -> Result<bool> {
         for (acc, part) in self.aggs.iter_mut().zip(out.aggs.drain(..)) {
@@ -831,8 +824,8 @@ fn process_chunk(
     })
 }
 
-/// One JSON row through the plan: the filter, then the aggregates or the output. `row_cap`
-/// is how many rows the chunk may still write under LIMIT. The CSV scan has its own copy
+/// One JSON or Parquet row through the plan: the filter, then the aggregates or the output.
+/// `row_cap` is how many rows the chunk may still write under LIMIT. The CSV scan has its own copy
 /// (see `process_chunk`), which also copies clean fields without quoting checks.
 fn take_row(
     ctx: &Ctx<'_>,

@@ -156,10 +156,14 @@ fn write_part_file(
 /// Writes one part's rows to `out` in `format`. A Parquet part is generated as text first
 /// (in memory: one part, ~128 MiB at most) and converted, as a loader reading dsdgen's
 /// output would.
-fn write_part<W: Write + Send>(part: &Part, scale: f64, format: Format, out: W) -> io::Result<()> {
+fn write_part<W: Write + Send>(
+    part: &Part,
+    scale: f64,
+    format: Format,
+    mut out: W,
+) -> io::Result<()> {
     match format {
         Format::Csv => {
-            let mut out = out;
             data::write_rows(part.table, scale, part.rows.clone(), &mut out)?;
             Ok(())
         }

@@ -232,7 +232,7 @@ impl TableProvider for S3Table {
             .map(|expr| {
                 let exact = self.mode != Mode::Fetch
                     && pushdown::from_logical(expr, &self.schema)
-                        .and_then(|p| p.to_sql_in(self.naming()))
+                        .and_then(|p| p.to_sql_in(naming(self.format, &self.schema)))
                         .is_some();
                 if exact {
                     TableProviderFilterPushDown::Exact
@@ -307,10 +307,6 @@ enum Request {
 }
 
 impl S3Table {
-    fn naming(&self) -> Naming<'_> {
-        naming(self.format, &self.schema)
-    }
-
     /// Splits the table's objects into requests and deals them to at most `target`
     /// partitions, keeping each object's requests together and in order.
     fn plan_requests(&self, target: usize) -> Vec<Vec<Request>> {

@@ -37,6 +37,7 @@ use parquet::DecodeResult;
 
 use crate::err;
 use crate::error::{ErrorCode, Result, SelectError};
+use crate::json::path::KeySet;
 use crate::source::ObjectSource;
 
 /// The largest row group a select reads, uncompressed. A row group is decoded whole (the
@@ -162,18 +163,18 @@ impl<'s> ParquetFile<'s> {
             .unwrap_or(0)
     }
 
-    /// The mask of the top-level columns for which `wanted` says yes (every column when
-    /// `wanted` is `None`).
-    pub fn projection(&self, wanted: Option<&dyn Fn(&str) -> bool>) -> ProjectionMask {
-        match wanted {
+    /// The mask of the top-level columns named in `keys` (every column when `None`: the
+    /// query reads them all).
+    pub fn projection(&self, keys: Option<&KeySet>) -> ProjectionMask {
+        match keys {
             None => ProjectionMask::all(),
-            Some(wanted) => {
+            Some(keys) => {
                 let roots = self
                     .schema()
                     .fields()
                     .iter()
                     .enumerate()
-                    .filter(|(_, f)| wanted(f.name()))
+                    .filter(|(_, f)| keys.contains(f.name().as_bytes()))
                     .map(|(i, _)| i);
                 ProjectionMask::roots(self.meta.parquet_schema(), roots)
             }
@@ -328,21 +329,10 @@ fn guarded<T>(step: impl FnOnce() -> Result<T, ParquetError>) -> Result<T> {
     }
 }
 
-/// A malformed file, as S3 Select reports it.
+/// A malformed file, as S3 Select reports it. (The decoders do no I/O of their own, so
+/// their errors are always about the file's bytes.)
 pub fn parse_error(e: ParquetError) -> SelectError {
-    match e {
-        ParquetError::External(inner) => match inner.downcast::<SelectError>() {
-            Ok(select) => *select,
-            Err(other) => err!(
-                ParquetParsingError,
-                "the Parquet file is malformed: {other}"
-            ),
-        },
-        other => err!(
-            ParquetParsingError,
-            "the Parquet file is malformed: {other}"
-        ),
-    }
+    err!(ParquetParsingError, "the Parquet file is malformed: {e}")
 }
 
 fn io_error(e: std::io::Error) -> SelectError {

@@ -15,7 +15,7 @@ use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 
 use crate::eval::coerce::compare;
 use crate::eval::expr::{CExpr, CmpOp};
-use crate::json::path::{node_value, Step};
+use crate::json::path::{key_matches, node_value, Step};
 use crate::parquet::rows::node_at;
 use crate::parquet::ParquetFile;
 use crate::value::Value;
@@ -38,14 +38,14 @@ pub struct RowGroupStats {
 impl RowGroupStats {
     /// Collects the statistics of the columns `filter` compares.
     pub fn new(file: &ParquetFile<'_>, filter: &CExpr) -> RowGroupStats {
-        let mut names = Vec::new();
+        let mut names: Vec<(&str, bool)> = Vec::new();
         collect_columns(filter, &mut names);
         let schema = file.schema();
         let groups = file.row_groups();
         let mut columns = Vec::new();
         for field in schema.fields() {
             let name = field.name();
-            if !names.iter().any(|(n, exact)| key_matches(name, n, *exact)) {
+            if !names.iter().any(|&(n, exact)| names_column(name, n, exact)) {
                 continue;
             }
             // A list's or a struct's statistics describe its leaf values, not the column's
@@ -134,16 +134,11 @@ impl RowGroupStats {
 
     /// The statistics of the column `e` reads, when `e` is a plain top-level column.
     fn column(&self, e: &CExpr, g: usize) -> Option<&ColumnStats> {
-        let CExpr::Path { steps } = e else {
-            return None;
-        };
-        let [Step::Key { name, exact }] = &steps[..] else {
-            return None;
-        };
+        let (name, exact) = top_column(e)?;
         let mut found = self
             .columns
             .iter()
-            .filter(|(n, _)| key_matches(n, name, *exact));
+            .filter(|(n, _)| names_column(n, name, exact));
         let (_, stats) = found.next()?;
         // Two columns that both answer to the name: leave the choice to the evaluator.
         if found.next().is_some() {
@@ -199,24 +194,27 @@ fn constant(e: &CExpr) -> Option<&Value<'static>> {
     }
 }
 
-/// Whether a column name answers to a name in the query (unquoted names ignore case).
-fn key_matches(column: &str, name: &str, exact: bool) -> bool {
-    if exact {
-        column == name
-    } else {
-        column.eq_ignore_ascii_case(name)
+/// Whether a column name answers to a name in the query (unquoted names ignore case), as a
+/// JSON key does.
+fn names_column(column: &str, name: &str, exact: bool) -> bool {
+    key_matches(column.as_bytes(), name.as_bytes(), exact)
+}
+
+/// The name (and whether it was quoted) of the top-level column `e` reads, when `e` is
+/// nothing but that column.
+fn top_column(e: &CExpr) -> Option<(&str, bool)> {
+    let CExpr::Path { steps } = e else {
+        return None;
+    };
+    match &steps[..] {
+        [Step::Key { name, exact }] => Some((name, *exact)),
+        _ => None,
     }
 }
 
 /// The top-level names a filter compares.
-fn collect_columns(e: &CExpr, out: &mut Vec<(String, bool)>) {
-    let mut add = |x: &CExpr| {
-        if let CExpr::Path { steps } = x {
-            if let [Step::Key { name, exact }] = &steps[..] {
-                out.push((name.to_string(), *exact));
-            }
-        }
-    };
+fn collect_columns<'e>(e: &'e CExpr, out: &mut Vec<(&'e str, bool)>) {
+    let mut add = |x: &'e CExpr| out.extend(top_column(x));
     match e {
         CExpr::And(a, b) | CExpr::Or(a, b) => {
             collect_columns(a, out);
