@@ -871,13 +871,13 @@ fn process_json_chunk(
     let plan = ctx.plan;
     let row_cap = out.row_cap(plan);
     let mut scratch = RowScratch::default();
-    let keep = |key: &[u8]| plan.top_keys.as_ref().is_none_or(|k| k.contains(key));
     let mut value =
         |node: &Node<'_>| -> Result<Flow> { take_value(ctx, node, out, &mut scratch, row_cap) };
     match json {
         JsonType::Lines => {
             let mut rest = chunk;
             while !rest.is_empty() {
+                let window = rest;
                 let (line, next) = match memchr::memchr(b'\n', rest) {
                     Some(i) => (&rest[..i], &rest[i + 1..]),
                     None => (rest, &rest[rest.len()..]),
@@ -892,9 +892,10 @@ fn process_json_chunk(
                 let mut parser = match std::str::from_utf8(line) {
                     Ok(text) => crate::json::Parser::for_text(text),
                     Err(_) => crate::json::Parser::new(line),
-                };
+                }
+                .with_window(window);
                 let node = parser
-                    .value_keeping(&keep)
+                    .value_keeping(plan.top_keys.as_ref())
                     .and_then(|node| match parser.at_end() {
                         true => Ok(node),
                         false => Err(crate::json::JsonError {
@@ -916,7 +917,7 @@ fn process_json_chunk(
             while !parser.at_end() {
                 let start = parser.position();
                 let node = parser
-                    .value_keeping(&keep)
+                    .value_keeping(plan.top_keys.as_ref())
                     .map_err(|e| json_error(&e, &chunk[start..]))?;
                 check_json_record_size(parser.position() - start)?;
                 if let Flow::Stop = value(&node)? {

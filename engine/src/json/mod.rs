@@ -2,6 +2,7 @@
 
 pub mod parse;
 pub mod path;
+mod scan;
 pub mod split;
 pub mod write;
 

@@ -16,7 +16,14 @@
 //! - **Bounded depth.** Nesting deeper than [`MAX_DEPTH`] is an error rather than a stack
 //!   overflow: the parser recurses once per level.
 //! - **Duplicate keys** are all kept, in order; a path lookup takes the first.
+//! - **A fast path for rows.** JSON Lines rows are mostly compact objects of short keys and
+//!   numbers, of which a query reads a few. Such a member is read with 16-byte block loads
+//!   (`Parser::compact_member`) instead of byte by byte; anything unusual goes the general
+//!   way, which also reports every error, so both paths agree on what is JSON (property
+//!   tests and the `json_members` fuzz target hold them to it).
 
+use super::path::KeySet;
+use super::scan::{digit_run, digit_stops, load16, plain_run, plain_stops};
 use crate::value::{Decimal, Timestamp, Value};
 use std::borrow::Cow;
 
@@ -113,15 +120,15 @@ pub struct JsonError {
 #[derive(Debug, Clone)]
 pub struct Parser<'a> {
     input: &'a [u8],
+    /// `input`, or `input` and the bytes after it in the same buffer when the first of them
+    /// ends any token (see [`Parser::with_window`]): what 16-byte loads may read, so that
+    /// the last member of a line takes the fast path too.
+    window: &'a [u8],
     /// The input as text when it is known to be UTF-8 (checked once, in bulk), so that
     /// strings need no check of their own.
     text: Option<&'a str>,
     pos: usize,
 }
-
-/// Which members of a top-level object to keep (the keys a query reads); the others are
-/// checked for well-formedness and dropped, which saves building them.
-pub type KeepKey<'k> = &'k dyn Fn(&[u8]) -> bool;
 
 type Result<T> = std::result::Result<T, JsonError>;
 
@@ -129,6 +136,7 @@ impl<'a> Parser<'a> {
     pub fn new(input: &'a [u8]) -> Self {
         Parser {
             input,
+            window: input,
             text: None,
             pos: 0,
         }
@@ -138,9 +146,25 @@ impl<'a> Parser<'a> {
     pub fn for_text(text: &'a str) -> Self {
         Parser {
             input: text.as_bytes(),
+            window: text.as_bytes(),
             text: Some(text),
             pos: 0,
         }
+    }
+
+    /// Lets the parser's block loads read on into `buffer`, which must begin with the
+    /// input (same address), and whose byte right after the input is whitespace: no key
+    /// or number runs on over it, so nothing read there changes a result. Otherwise the
+    /// window stays the input. (JSON Lines: the buffer is the rest of the chunk, and the
+    /// line is followed by its newline.)
+    pub fn with_window(mut self, buffer: &'a [u8]) -> Self {
+        let follows = buffer.get(self.input.len());
+        if std::ptr::eq(buffer.as_ptr(), self.input.as_ptr())
+            && matches!(follows, Some(b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            self.window = buffer;
+        }
+        self
     }
 
     /// The offset of the next unread byte.
@@ -159,10 +183,12 @@ impl<'a> Parser<'a> {
         self.value_at(0, None)
     }
 
-    /// Like [`Parser::value`], but a top-level object keeps only the members whose key
-    /// `keep` accepts. Errors are those of [`Parser::value`]: dropped members are parsed too.
-    pub fn value_keeping(&mut self, keep: KeepKey<'_>) -> Result<Node<'a>> {
-        self.value_at(0, Some(keep))
+    /// Like [`Parser::value`], but with `Some(keys)` a top-level object keeps only the
+    /// members whose key is in `keys` (those a query reads); the others are checked for
+    /// well-formedness and dropped, which saves building them. Errors are those of
+    /// [`Parser::value`].
+    pub fn value_keeping(&mut self, keep: Option<&KeySet>) -> Result<Node<'a>> {
+        self.value_at(0, keep)
     }
 
     fn error<T>(&self, what: &'static str) -> Result<T> {
@@ -192,7 +218,7 @@ impl<'a> Parser<'a> {
         self.input.get(self.pos).copied()
     }
 
-    fn value_at(&mut self, depth: usize, keep: Option<KeepKey<'_>>) -> Result<Node<'a>> {
+    fn value_at(&mut self, depth: usize, keep: Option<&KeySet>) -> Result<Node<'a>> {
         self.skip_whitespace();
         match self.peek() {
             None => self.error("expected a JSON value, found the end of the input"),
@@ -217,11 +243,9 @@ impl<'a> Parser<'a> {
     }
 
     fn digits(&mut self) -> usize {
-        let start = self.pos;
-        while matches!(self.peek(), Some(b'0'..=b'9')) {
-            self.pos += 1;
-        }
-        self.pos - start
+        let n = digit_run(&self.input[self.pos..]);
+        self.pos += n;
+        n
     }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`: checks a number and returns
@@ -231,17 +255,14 @@ impl<'a> Parser<'a> {
         if self.peek() == Some(b'-') {
             self.pos += 1;
         }
-        match self.peek() {
-            Some(b'0') => {
-                self.pos += 1;
-                if matches!(self.peek(), Some(b'0'..=b'9')) {
-                    return self.error("a number may not have a leading zero");
-                }
+        let first = self.peek();
+        match self.digits() {
+            0 => return self.error("expected a digit"),
+            n if n > 1 && first == Some(b'0') => {
+                self.pos -= n - 1;
+                return self.error("a number may not have a leading zero");
             }
-            Some(b'1'..=b'9') => {
-                self.digits();
-            }
-            _ => return self.error("expected a digit"),
+            _ => {}
         }
         if self.peek() == Some(b'.') {
             self.pos += 1;
@@ -262,7 +283,13 @@ impl<'a> Parser<'a> {
     }
 
     fn number(&mut self) -> Result<Node<'a>> {
-        let start = self.number_span()?;
+        let start = self.pos;
+        match self.compact_number_len(start) {
+            Some(n) => self.pos += n,
+            None => {
+                self.number_span()?;
+            }
+        }
         Ok(Node::Number(Cow::Borrowed(self.ascii(start, self.pos)?)))
     }
 
@@ -282,7 +309,7 @@ impl<'a> Parser<'a> {
         let start = self.pos;
         let mut escaped = false;
         loop {
-            self.pos += plain_prefix(&self.input[self.pos..]);
+            self.pos += plain_run(&self.input[self.pos..]);
             let Some(&b) = self.input.get(self.pos) else {
                 return self.error("unterminated string");
             };
@@ -356,7 +383,15 @@ impl<'a> Parser<'a> {
                 }
             };
         }
-        // Escapes: decode (the span is known to be well-formed).
+        // Escapes: decode (the span is known to be well-formed). Escapes are ASCII and
+        // decode to whole characters, so the text is valid UTF-8 exactly when the raw span
+        // is: check that first, to name the bad byte's offset as every other path does.
+        if self.text.is_none() {
+            if let Err(e) = std::str::from_utf8(&self.input[start..self.pos - 1]) {
+                self.pos = start + e.valid_up_to();
+                return self.error("invalid UTF-8 in a string");
+            }
+        }
         self.pos = open + 1;
         let mut decoded: Option<Vec<u8>> = None;
         loop {
@@ -491,7 +526,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn object(&mut self, depth: usize, keep: Option<KeepKey<'_>>) -> Result<Node<'a>> {
+    fn object(&mut self, depth: usize, keep: Option<&KeySet>) -> Result<Node<'a>> {
         if depth > MAX_DEPTH {
             return self.error("JSON nested too deeply");
         }
@@ -509,7 +544,15 @@ impl<'a> Parser<'a> {
                 None => return self.error("unterminated object"),
                 Some(_) => return self.error("expected a string key in an object"),
             }
-            self.member(depth, keep, &mut members)?;
+            let done = match keep {
+                Some(keys) if self.text.is_some() => {
+                    self.compact_member(depth, keys, &mut members)?
+                }
+                _ => false,
+            };
+            if !done {
+                self.member(depth, keep, &mut members)?;
+            }
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -524,45 +567,12 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// The length of the run of string bytes at the start of `bytes` that need no attention:
-/// not `"`, not `\\`, not a control character. Eight bytes at a time (SWAR): strings are
-/// mostly short keys, for which a memchr call costs more than it saves.
-#[inline]
-fn plain_prefix(bytes: &[u8]) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let mut i = 0;
-    while let Some(word) = bytes.get(i..i + 8) {
-        let mut le = [0u8; 8];
-        le.copy_from_slice(word);
-        let x = u64::from_le_bytes(le);
-        // A byte below 0x20 leaves its high bit set in x - 0x20 (where x's is clear).
-        let special = has_zero(x ^ (ONES * u64::from(b'"')))
-            | has_zero(x ^ (ONES * u64::from(b'\\')))
-            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
-        if special != 0 {
-            // The lowest flagged byte is the first special one; flags above it may be
-            // spurious (borrows), which does not matter.
-            return i + (special.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while let Some(&b) = bytes.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        i += 1;
-    }
-    i
-}
-
 impl<'a> Parser<'a> {
     /// One `"key": value` member of an object, added to `members` unless `keep` refuses it.
     fn member(
         &mut self,
         depth: usize,
-        keep: Option<KeepKey<'_>>,
+        keep: Option<&KeySet>,
         members: &mut Vec<(Cow<'a, str>, Node<'a>)>,
     ) -> Result<()> {
         // With checked text and a key without escapes, the member is decided on the key's
@@ -573,7 +583,7 @@ impl<'a> Parser<'a> {
             let (start, escaped) = self.string_span()?;
             let end = self.pos - 1;
             if !escaped {
-                if !k(&self.input[start..end]) {
+                if !k.contains(&self.input[start..end]) {
                     self.colon()?;
                     return self.skip_value(depth);
                 }
@@ -584,7 +594,7 @@ impl<'a> Parser<'a> {
             self.pos = key_start;
         }
         let key = self.string()?;
-        if keep.is_some_and(|k| !k(key.as_bytes())) {
+        if keep.is_some_and(|k| !k.contains(key.as_bytes())) {
             self.colon()?;
             return self.skip_value(depth);
         }
@@ -612,6 +622,101 @@ impl<'a> Parser<'a> {
         self.pos += 1;
         Ok(())
     }
+
+    /// The common member of a JSON Lines row, at its key's opening quote: a key of at most
+    /// fifteen plain bytes, a colon right after it, and (when the query does not read it)
+    /// most often a short number. Such a member is read with one 16-byte load for the key,
+    /// one word compare per wanted key, and one more load to skip the number.
+    ///
+    /// Returns false, having moved nothing, for anything else (escapes, whitespace, long
+    /// keys, the end of the input near): [`Parser::member`] then reads the member the
+    /// general way. Where this function hands over to a general routine itself, it is at
+    /// the position and in the state that `member` would reach, so errors are the same.
+    /// Text must be known UTF-8 (`self.text`), as keys are taken without a check.
+    #[inline]
+    fn compact_member(
+        &mut self,
+        depth: usize,
+        keys: &KeySet,
+        members: &mut Vec<(Cow<'a, str>, Node<'a>)>,
+    ) -> Result<bool> {
+        let start = self.pos + 1;
+        let Some(block) = self.load16(start) else {
+            return Ok(false);
+        };
+        let stops = plain_stops(block);
+        let (len, wanted) = if stops != 0 {
+            let len = stops.trailing_zeros() as usize;
+            let word = u128::from_le_bytes(block) & ((1u128 << (8 * len)) - 1);
+            (len, keys.contains_word(len, word))
+        } else {
+            // A longer key: one more load, and the general test (a length bit first).
+            let Some(next) = self.load16(start + 16) else {
+                return Ok(false);
+            };
+            let len = 16 + plain_stops(next).trailing_zeros() as usize;
+            match self.input.get(start..start + len) {
+                Some(key) if len < 32 => (len, keys.contains(key)),
+                _ => return Ok(false),
+            }
+        };
+        if self.input.get(start + len) != Some(&b'"') {
+            return Ok(false);
+        }
+        let colon = start + len + 1;
+        if self.input.get(colon) != Some(&b':') {
+            return Ok(false);
+        }
+        self.pos = colon + 1;
+        if wanted {
+            let Some(key) = self.text.and_then(|t| t.get(start..start + len)) else {
+                self.pos = start - 1;
+                return Ok(false);
+            };
+            let value = self.value_at(depth, None)?;
+            members.push((Cow::Borrowed(key), value));
+            return Ok(true);
+        }
+        match self.compact_number_len(self.pos) {
+            Some(n) => self.pos += n,
+            None => self.skip_value(depth)?,
+        }
+        Ok(true)
+    }
+
+    /// Sixteen bytes from `at` in the window ([`Parser::with_window`]).
+    #[inline]
+    fn load16(&self, at: usize) -> Option<[u8; 16]> {
+        load16(self.window, at)
+    }
+
+    /// The length of the number at `at` when it is short and plain enough to see in one
+    /// 16-byte load: `-? (0 | [1-9][0-9]*) (. [0-9]+)?`, ending within the load at a byte
+    /// that is not `e`, `E` or a digit. `None` for anything else, to be read by
+    /// [`Parser::number_span`] (which also reports what is wrong).
+    #[inline]
+    fn compact_number_len(&self, at: usize) -> Option<usize> {
+        let block = self.load16(at)?;
+        // Bit i set: byte i is not a digit. Bit 16 stands for the byte past the load.
+        let stops = digit_stops(block) | 1 << 16;
+        let sign = usize::from(block[0] == b'-');
+        let int = (stops >> sign).trailing_zeros() as usize;
+        if int == 0 || (int > 1 && block[sign] == b'0') {
+            return None;
+        }
+        let mut end = sign + int;
+        if end < 16 && block[end] == b'.' {
+            let frac = (stops >> (end + 1)).trailing_zeros() as usize;
+            if frac == 0 {
+                return None;
+            }
+            end += 1 + frac;
+        }
+        if end >= 16 || matches!(block[end], b'e' | b'E') {
+            return None;
+        }
+        Some(end)
+    }
 }
 
 /// Parses text that must hold exactly one value (whitespace around it allowed).
@@ -637,25 +742,6 @@ mod tests {
             Ok(v) => panic!("{text:?} parsed as {v:?}"),
             Err(e) => e,
         }
-    }
-
-    #[test]
-    fn plain_prefix_stops_at_the_first_special_byte() {
-        for text in [&b"abcdefghijklmnop"[..], b"", b"a", b"\"", b"\\", b"\x1f"] {
-            for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
-                for at in 0..=text.len() {
-                    let mut v = text.to_vec();
-                    v.insert(at, special);
-                    let want = v
-                        .iter()
-                        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                        .unwrap_or(v.len());
-                    assert_eq!(super::plain_prefix(&v), want, "{v:?}");
-                }
-            }
-        }
-        let wide = "é\u{7f}\u{ff}😀xyz012345";
-        assert_eq!(super::plain_prefix(wide.as_bytes()), wide.len());
     }
 
     #[test]

@@ -90,6 +90,12 @@ struct WantedKey {
     exact: bool,
     /// The first eight bytes (zero-padded), for a one-word first test.
     head: u64,
+    /// The first sixteen bytes (zero-padded), little-endian: for names of at most sixteen
+    /// bytes, the whole name (see [`KeySet::contains_word`]).
+    word: u128,
+    /// The bits of `word` a match may differ in: the case bit of each ASCII letter when the
+    /// name matches ignoring case, none when exactly.
+    fold: u128,
 }
 
 /// Bits that differ between the two cases of an ASCII letter.
@@ -114,8 +120,19 @@ impl KeySet {
                 continue;
             }
             set.lengths |= 1 << name.len().min(63);
+            let bytes = name.as_bytes();
+            let mut word = [0u8; 16];
+            let mut fold = [0u8; 16];
+            for (i, &b) in bytes.iter().take(16).enumerate() {
+                word[i] = b;
+                if !exact && b.is_ascii_alphabetic() {
+                    fold[i] = 0x20;
+                }
+            }
             set.keys.push(WantedKey {
-                head: head(name.as_bytes()),
+                head: head(bytes),
+                word: u128::from_le_bytes(word),
+                fold: u128::from_le_bytes(fold),
                 name,
                 exact,
             });
@@ -136,6 +153,20 @@ impl KeySet {
                 && (h ^ k.head) & mask == 0
                 && key_matches(key, k.name.as_bytes(), k.exact)
         })
+    }
+
+    /// [`KeySet::contains`] for a key of `len` bytes, `len` at most sixteen, given as those
+    /// bytes in a little-endian word that is zero above them: the parser has the key in a
+    /// register already, so the test is a compare per wanted key.
+    #[inline]
+    pub fn contains_word(&self, len: usize, word: u128) -> bool {
+        debug_assert!(len <= 16 && (len == 16 || word >> (8 * len) == 0));
+        if self.lengths & 1 << len == 0 {
+            return false;
+        }
+        self.keys
+            .iter()
+            .any(|k| k.name.len() == len && (word ^ k.word) & !k.fold == 0)
     }
 }
 
@@ -210,13 +241,11 @@ pub fn node_value<'r>(node: Option<&'r Node<'_>>) -> Value<'r> {
 
 /// Types a JSON number's text (already known to match JSON's grammar).
 pub fn number_value(text: &str) -> Value<'static> {
-    let exponent = text.bytes().any(|b| b == b'e' || b == b'E');
-    let fraction = text.contains('.');
-    if !exponent && !fraction {
-        if let Some(i) = parse_i64(text.as_bytes()) {
-            return Value::Int(i);
-        }
+    // Digits only (parse_i64 refuses '.', 'e' and 'E'), the common case: no scan first.
+    if let Some(i) = parse_i64(text.as_bytes()) {
+        return Value::Int(i);
     }
+    let exponent = text.bytes().any(|b| b == b'e' || b == b'E');
     if !exponent {
         // Integers beyond 64 bits and fractions stay exact while they fit 38 digits.
         if let Some(d) = Decimal::parse(text) {

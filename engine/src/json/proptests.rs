@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use proptest::prelude::*;
 
+use crate::json::path::KeySet;
 use crate::json::{parse_one, write_node, Node, Parser};
 
 fn number() -> impl Strategy<Value = String> {
@@ -266,6 +267,7 @@ proptest! {
     ) {
         let mut bytes = Vec::new();
         write_node(&mut bytes, &node);
+        let keys = KeySet::new(wanted.iter().map(|w| (w.as_str().into(), true)));
         let keep = |k: &[u8]| wanted.iter().any(|w| w.as_bytes() == k);
         // The whole text, and a prefix of it (most prefixes are malformed).
         for input in [&bytes[..], &bytes[..cut.index(bytes.len() + 1)]] {
@@ -274,7 +276,7 @@ proptest! {
                 _ => Parser::new(input),
             };
             let full = parser().value();
-            let kept = parser().value_keeping(&keep);
+            let kept = parser().value_keeping(Some(&keys));
             match (full, kept) {
                 (Ok(Node::Object(members)), Ok(Node::Object(got))) => {
                     let want: Vec<_> = members
@@ -284,9 +286,121 @@ proptest! {
                     prop_assert!(same(&Node::Object(want), &Node::Object(got)));
                 }
                 (Ok(a), Ok(b)) => prop_assert!(same(&a, &b)),
-                (Err(_), Err(_)) => {}
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
                 (a, b) => prop_assert!(false, "full {a:?} but kept {b:?}"),
             }
         }
     }
+
+    /// The same on rows shaped like real JSON Lines (compact, short keys, mostly numbers:
+    /// the parser's fast path), with one byte replaced to reach its every way out.
+    #[test]
+    fn keeping_members_of_compact_rows(
+        members in prop::collection::vec(
+            (
+                prop::sample::select(ROW_KEYS.to_vec()),
+                prop_oneof![
+                    4 => number().prop_map(|n| Node::Number(n.into())),
+                    1 => leaf(),
+                ],
+            ),
+            0..12,
+        ),
+        wanted in prop::collection::vec(
+            (prop::sample::select(ROW_KEYS.to_vec()), any::<bool>(), any::<bool>()),
+            0..4,
+        ),
+        damage in prop::option::of((any::<prop::sample::Index>(), prop::sample::select(DAMAGE.to_vec()))),
+    ) {
+        let row = Node::Object(members.into_iter().map(|(k, v)| (Cow::Borrowed(k), v)).collect());
+        let mut bytes = Vec::new();
+        write_node(&mut bytes, &row);
+        if let Some((at, b)) = damage {
+            let at = at.index(bytes.len());
+            bytes[at] = b;
+        }
+        // Wanted names as written, or with their case changed (matched ignoring case).
+        let names: Vec<(Box<str>, bool)> = wanted
+            .iter()
+            .map(|&(k, upper, exact)| {
+                let name = if upper { k.to_ascii_uppercase() } else { k.to_string() };
+                (name.into(), exact)
+            })
+            .collect();
+        let keys = KeySet::new(names.iter().cloned());
+        let keep = |k: &str| {
+            names.iter().any(|(n, exact)| match exact {
+                true => k == n.as_ref(),
+                false => k.eq_ignore_ascii_case(n),
+            })
+        };
+        // As in a chunk of JSON Lines: the next line follows, and the kept parse may look
+        // into it.
+        let n = bytes.len();
+        bytes.extend_from_slice(b"\n12345678901234567890\"x\":1.5e3}");
+        let parser = || match std::str::from_utf8(&bytes[..n]) {
+            Ok(t) => Parser::for_text(t),
+            Err(_) => Parser::new(&bytes[..n]),
+        };
+        let full = parser().value();
+        let kept = parser().with_window(&bytes).value_keeping(Some(&keys));
+        match (full, kept) {
+            (Ok(Node::Object(all)), Ok(Node::Object(got))) => {
+                let want: Vec<_> = all.into_iter().filter(|(k, _)| keep(k)).collect();
+                prop_assert!(same(&Node::Object(want), &Node::Object(got)));
+            }
+            (Ok(a), Ok(b)) => prop_assert!(same(&a, &b)),
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert!(false, "full {a:?} but kept {b:?}"),
+        }
+    }
+
+    /// The parser's one-word key test agrees with the general one.
+    #[test]
+    fn key_words_match_as_keys_do(
+        names in prop::collection::vec(("[aA@`_0-9]{0,17}|[aA@`_é0-9]{0,8}", any::<bool>()), 0..4),
+        key in "[aA@`_0-9]{0,16}|[aA@`_é0-9]{0,8}",
+        like in prop::option::of((any::<prop::sample::Index>(), any::<u16>())),
+    ) {
+        // Most often the key is one of the names with some letters' case turned, or some
+        // '@' turned '`' (the same bit apart).
+        let key = match like {
+            Some((i, flips)) if !names.is_empty() => names[i.index(names.len())]
+                .0
+                .bytes()
+                .enumerate()
+                .map(|(j, b)| match flips >> (j % 16) & 1 {
+                    1 if b.is_ascii_alphabetic() || b == b'@' || b == b'`' => b ^ 0x20,
+                    _ => b,
+                })
+                .collect::<Vec<u8>>(),
+            _ => key.into_bytes(),
+        };
+        prop_assume!(key.len() <= 16);
+        let set = KeySet::new(names.into_iter().map(|(n, exact)| (n.into(), exact)));
+        let bytes = &key[..];
+        let mut word = [0u8; 16];
+        word[..bytes.len()].copy_from_slice(bytes);
+        prop_assert_eq!(
+            set.contains_word(bytes.len(), u128::from_le_bytes(word)),
+            set.contains(bytes)
+        );
+    }
 }
+
+/// Keys of the lengths the fast path takes (up to fifteen bytes) and beyond it.
+const ROW_KEYS: [&str; 8] = [
+    "a",
+    "ss_item_sk",
+    "ss_quantity",
+    "SS_Quantity",
+    "ss_list_price",
+    "fifteen_bytes_k",
+    "sixteen_bytes_ke",
+    "ss_ext_wholesale_cost",
+];
+
+/// Bytes that end, or break, a key or a number early.
+const DAMAGE: [u8; 16] = [
+    b'"', b'\\', b':', b',', b'.', b'e', b'E', b'0', b'-', b'+', b' ', b'}', b'{', 0x01, 0xff, b'9',
+];
