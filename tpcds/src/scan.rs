@@ -916,7 +916,10 @@ mod tests {
             );
             assert_eq!(planned(mode, Some(vec![0, 3]), &[]).await, mode);
             assert_eq!(planned(mode, Some(vec![]), &[]).await, mode);
-            assert_eq!(planned(mode, None, &[some_quantity.clone()]).await, mode);
+            assert_eq!(
+                planned(mode, None, std::slice::from_ref(&some_quantity)).await,
+                mode
+            );
         }
         assert_eq!(planned(Mode::Fetch, Some(vec![0]), &[]).await, Mode::Fetch);
     }
