@@ -131,14 +131,41 @@ impl RowWriter {
 }
 
 /// Appends a short slice. Most fields are a few bytes long, and for them a call to memcpy
-/// costs more than the copy: an element loop measured fewer instructions (callgrind) than
-/// `extend_from_slice`.
+/// costs more than the copy. Up to 16 bytes are copied as two words that overlap in the
+/// middle (8-byte words from 8 bytes up, 4-byte words from 4, single bytes below), the way
+/// memcpy itself copies small sizes, but inline: a handful of instructions, no loop.
 #[inline(always)]
 fn push_small(out: &mut Vec<u8>, bytes: &[u8]) {
-    if bytes.len() <= 16 {
-        out.extend(bytes.iter().copied());
-    } else {
+    let n = bytes.len();
+    if n > 16 {
         out.extend_from_slice(bytes);
+        return;
+    }
+    out.reserve(16);
+    let len = out.len();
+    let (src, dst) = (bytes.as_ptr(), out.as_mut_ptr());
+    // SAFETY: `out` has 16 bytes of spare capacity from `len`, and every write below lands
+    // in `len..len + n` with n <= 16; every read lands in `bytes` (each word starts at 0 or
+    // ends at n, and is only used when n is at least its size). The first n spare bytes are
+    // then initialised, so the length may cover them.
+    unsafe {
+        let dst = dst.add(len);
+        if n >= 8 {
+            let head = src.cast::<u64>().read_unaligned();
+            let tail = src.add(n - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(head);
+            dst.add(n - 8).cast::<u64>().write_unaligned(tail);
+        } else if n >= 4 {
+            let head = src.cast::<u32>().read_unaligned();
+            let tail = src.add(n - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(head);
+            dst.add(n - 4).cast::<u32>().write_unaligned(tail);
+        } else if n > 0 {
+            *dst = *src;
+            *dst.add(n / 2) = *src.add(n / 2);
+            *dst.add(n - 1) = *src.add(n - 1);
+        }
+        out.set_len(len + n);
     }
 }
 
@@ -284,4 +311,30 @@ pub fn json_string(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_small;
+
+    #[test]
+    fn push_small_appends_exactly_the_bytes() {
+        let source: Vec<u8> = (0..40u8)
+            .map(|b| b.wrapping_mul(37).wrapping_add(1))
+            .collect();
+        for n in 0..=source.len() {
+            for offset in [0, 3] {
+                for before in [0, 1, 7, 15, 16, 17] {
+                    let bytes = &source[offset.min(n)..n];
+                    // Exact capacity, so the reserve inside has to grow the vector.
+                    let mut out = Vec::with_capacity(before);
+                    out.extend((0..before as u8).map(|b| b ^ 0xAA));
+                    let mut want = out.clone();
+                    want.extend_from_slice(bytes);
+                    push_small(&mut out, bytes);
+                    assert_eq!(out, want, "{} bytes after {before}", bytes.len());
+                }
+            }
+        }
+    }
 }
