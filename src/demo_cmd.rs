@@ -159,6 +159,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         queries: queries::parse_set(&args.queries)?,
         iterations: 1,
         concurrency: CLIENT_CONCURRENCY,
+        split_bytes: None,
         link_rate: Some(link_rate),
         out: args.out.clone(),
         partitions: None,

@@ -118,6 +118,9 @@ pub struct RunArgs {
     /// DataFusion partitions (default: the number of cores).
     #[arg(long)]
     pub partitions: Option<usize>,
+    /// Bytes per ScanRange split of a pushed-down scan [default: 32 MiB]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub split_bytes: Option<u64>,
     /// Directory for results.json, summary.json and rows/.
     #[arg(long, default_value = "tpcds-results")]
     pub out: PathBuf,
@@ -219,6 +222,7 @@ pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
         queries: queries::parse_set(&args.queries)?,
         iterations: args.iterations,
         concurrency: args.concurrency,
+        split_bytes: args.split_bytes,
         link_rate: args
             .link_bandwidth
             .as_deref()

@@ -45,6 +45,8 @@ pub struct RunOptions {
     pub iterations: usize,
     /// S3 requests in flight for the whole client, across all scans.
     pub concurrency: usize,
+    /// Bytes per ScanRange split in the pushdown modes (default: 32 MiB).
+    pub split_bytes: Option<u64>,
     /// Emulated link rate in bytes per second.
     pub link_rate: Option<f64>,
     pub out: PathBuf,
@@ -183,11 +185,11 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         None => Link::unlimited(),
     };
     let client = s3::client(endpoint, Arc::clone(&link)).await;
-    let store = Arc::new(Store::new(
-        client.clone(),
-        endpoint.bucket.clone(),
-        options.concurrency,
-    ));
+    let mut store = Store::new(client.clone(), endpoint.bucket.clone(), options.concurrency);
+    if let Some(bytes) = options.split_bytes {
+        store.split_size = bytes.max(1);
+    }
+    let store = Arc::new(store);
     let tables = discover(&store, &endpoint.prefix, options.scale, options.format).await?;
     std::fs::create_dir_all(&options.out)?;
 
