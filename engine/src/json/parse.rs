@@ -623,10 +623,11 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// The common member of a JSON Lines row, at its key's opening quote: a key of at most
-    /// fifteen plain bytes, a colon right after it, and (when the query does not read it)
-    /// most often a short number. Such a member is read with one 16-byte load for the key,
-    /// one word compare per wanted key, and one more load to skip the number.
+    /// The common member of a JSON Lines row, at its key's opening quote: a key of under 32
+    /// plain bytes, a colon right after it, and (when the query does not read it) most often
+    /// a short number. Such a member is read with one or two 16-byte loads for the key, one
+    /// word compare per wanted key (keys under 16 bytes), and one more load to skip the
+    /// number.
     ///
     /// Returns false, having moved nothing, for anything else (escapes, whitespace, long
     /// keys, the end of the input near): [`Parser::member`] then reads the member the
