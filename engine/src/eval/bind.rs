@@ -241,6 +241,7 @@ fn references_fields(e: &CExpr) -> bool {
                 | CExpr::Path { .. }
                 | CExpr::EmptyAsNullCast { .. }
                 | CExpr::IntFieldCmp { .. }
+                | CExpr::IntFieldIn { .. }
                 | CExpr::StrFieldCmp { .. }
         );
     });
@@ -256,6 +257,7 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
         | CExpr::Path { .. }
         | CExpr::EmptyAsNullCast { .. }
         | CExpr::IntFieldCmp { .. }
+        | CExpr::IntFieldIn { .. }
         | CExpr::StrFieldCmp { .. }
         | CExpr::AggResult(_) => {}
         CExpr::Not(a) | CExpr::Neg(a) => go(a),
@@ -636,11 +638,11 @@ impl Binder<'_> {
                 expr,
                 list,
                 negated,
-            } => CExpr::InList {
-                expr: self.boxed(expr)?,
-                list: list.iter().map(|x| self.expr(x)).collect::<Result<_>>()?,
-                negated: *negated,
-            },
+            } => specialise_in(
+                self.boxed(expr)?,
+                list.iter().map(|x| self.expr(x)).collect::<Result<_>>()?,
+                *negated,
+            ),
             Expr::IsNull { expr, negated } => CExpr::IsNull {
                 expr: self.boxed(expr)?,
                 negated: *negated,
@@ -835,6 +837,53 @@ fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
             k: k.as_ref().into(),
         },
         _ => CExpr::Cmp(op, l, r),
+    }
+}
+
+/// An IN list, specialised when it tests a field read as an integer against integer
+/// constants only. A NULL in the list makes a miss unknown rather than false, so such a list
+/// keeps the general path.
+fn specialise_in(expr: Box<CExpr>, list: Vec<CExpr>, negated: bool) -> CExpr {
+    let field = match expr.as_ref() {
+        CExpr::EmptyAsNullCast {
+            index,
+            to: CastType::Int,
+            pos,
+        } => Some((*index, true, *pos)),
+        CExpr::Cast {
+            expr: inner,
+            to: CastType::Int,
+            pos,
+        } => match inner.as_ref() {
+            CExpr::Field { index } => Some((*index, false, *pos)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let ints: Option<Vec<i64>> = list
+        .iter()
+        .map(|item| match item {
+            CExpr::Const(Value::Int(k)) => Some(*k),
+            _ => None,
+        })
+        .collect();
+    match (field, ints) {
+        (Some((index, empty_is_null, pos)), Some(mut set)) if !set.is_empty() => {
+            set.sort_unstable();
+            set.dedup();
+            CExpr::IntFieldIn {
+                index,
+                set: set.into(),
+                negated,
+                empty_is_null,
+                pos,
+            }
+        }
+        _ => CExpr::InList {
+            expr,
+            list,
+            negated,
+        },
     }
 }
 

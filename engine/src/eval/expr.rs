@@ -79,6 +79,17 @@ pub enum CExpr {
         empty_is_null: bool,
         pos: Pos,
     },
+    /// `field IN (k1, k2, …)` for integer constants, the field read as in `IntFieldCmp`: one
+    /// parse and a binary search instead of a comparison per item (a join's key list, as
+    /// Sift's TPC-DS client pushes down, holds up to 150).
+    IntFieldIn {
+        index: usize,
+        /// Sorted, without duplicates.
+        set: Box<[i64]>,
+        negated: bool,
+        empty_is_null: bool,
+        pos: Pos,
+    },
     /// `field op 'text'`: compares the field's bytes without building a value (UTF-8 byte
     /// order is code point order).
     StrFieldCmp {
@@ -237,10 +248,12 @@ impl CExpr {
                 }
             }
             CExpr::AggResult(i) => Ok(row.aggs.get(*i).cloned().unwrap_or(Value::Null)),
-            CExpr::IntFieldCmp { .. } | CExpr::StrFieldCmp { .. } => Ok(match self.test(row)? {
-                Some(b) => Value::Bool(b),
-                None => Value::Null,
-            }),
+            CExpr::IntFieldCmp { .. } | CExpr::IntFieldIn { .. } | CExpr::StrFieldCmp { .. } => {
+                Ok(match self.test(row)? {
+                    Some(b) => Value::Bool(b),
+                    None => Value::Null,
+                })
+            }
             CExpr::Not(e) => {
                 let v = e.eval(row)?;
                 Ok(bool_or_unknown(truth(&v)?.map(|b| !b)))
@@ -480,23 +493,16 @@ impl CExpr {
                 conds,
                 empty_is_null,
                 pos,
-            } => {
-                let Some(bytes) = row.record.field(*index) else {
-                    return Ok(None);
-                };
-                if bytes.is_empty() && *empty_is_null {
-                    return Ok(None);
-                }
-                let v = match parse_i64(bytes) {
-                    Some(v) => v,
-                    None => {
-                        // Decimals, spaces, garbage: the general CAST decides.
-                        let f = field_value(row.record, *index)?;
-                        coerce::cast_int(&f, *pos)?
-                    }
-                };
-                Ok(Some(conds.iter().all(|(op, k)| apply(*op, v.cmp(k)))))
-            }
+            } => Ok(int_field(row, *index, *empty_is_null, *pos)?
+                .map(|v| conds.iter().all(|(op, k)| apply(*op, v.cmp(k))))),
+            CExpr::IntFieldIn {
+                index,
+                set,
+                negated,
+                empty_is_null,
+                pos,
+            } => Ok(int_field(row, *index, *empty_is_null, *pos)?
+                .map(|v| set.binary_search(&v).is_ok() != *negated)),
             CExpr::StrFieldCmp { index, op, k } => match row.record.field(*index) {
                 Some(bytes) => Ok(Some(apply(*op, bytes.cmp(k.as_bytes())))),
                 None => Ok(None),
@@ -512,7 +518,7 @@ impl CExpr {
         // intermediate boolean values.
         match self {
             CExpr::And(a, b) => Ok(a.matches(row)? && b.matches(row)?),
-            CExpr::IntFieldCmp { .. } | CExpr::StrFieldCmp { .. } => {
+            CExpr::IntFieldCmp { .. } | CExpr::IntFieldIn { .. } | CExpr::StrFieldCmp { .. } => {
                 Ok(self.test(row)? == Some(true))
             }
             CExpr::Cmp(op, a, b) => {
@@ -521,6 +527,32 @@ impl CExpr {
                 Ok(as_truth(compare_op(*op, &l, &r)) == Some(true))
             }
             _ => Ok(truth(&self.eval(row)?)? == Some(true)),
+        }
+    }
+}
+
+/// Field `index` read as `CAST(… AS INT)` (through Trino's empty-as-NULL CASE when
+/// `empty_is_null`): `None` when the field is missing or, so guarded, empty. A plain integer
+/// is parsed from the bytes; anything else (decimals, spaces, garbage) goes through the
+/// general CAST, so results and errors are the unspecialised expression's.
+#[inline]
+fn int_field(
+    row: &Row<'_, '_>,
+    index: usize,
+    empty_is_null: bool,
+    pos: Pos,
+) -> Result<Option<i64>> {
+    let Some(bytes) = row.record.field(index) else {
+        return Ok(None);
+    };
+    if bytes.is_empty() && empty_is_null {
+        return Ok(None);
+    }
+    match parse_i64(bytes) {
+        Some(v) => Ok(Some(v)),
+        None => {
+            let f = field_value(row.record, index)?;
+            coerce::cast_int(&f, pos).map(Some)
         }
     }
 }
