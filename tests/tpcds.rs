@@ -410,3 +410,86 @@ fn records_on_split_boundaries_are_read_once() {
     );
     std::fs::remove_dir_all(&out).ok();
 }
+
+/// A query can be done before its scans are (a LIMIT met, a join side empty). The requests
+/// those scans still have in flight must stop with them: left running, they read on into the
+/// next query's time and byte counts, and hold its request permits (seen at SF 1: q44's GETs
+/// finished under q45, 17.5 MB of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_query_leaves_no_requests_reading() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use datafusion::prelude::{SessionConfig, SessionContext};
+    use sift_tpcds::layout::Format;
+    use sift_tpcds::net::Link;
+    use sift_tpcds::scan::{Mode, S3Table, Store};
+
+    let gateway = Gateway::start(&[]);
+    let admin = gateway.client();
+    common::create_bucket(&admin, "t").await;
+    // Two parts of `reason`: a small one that meets the LIMIT at once, and a big one whose
+    // ranged GETs are still in flight then.
+    let rows = |from: usize, bytes: usize| {
+        let mut text = String::new();
+        let mut i = from;
+        while text.len() < bytes {
+            text.push_str(&format!("{i}|AAAAAAAAAAAAAAAA|reason number {i}|\n"));
+            i += 1;
+        }
+        text.into_bytes()
+    };
+    let (small, big) = (rows(0, 2_000), rows(1_000_000, 8 << 20));
+    common::put(&admin, "t", "reason/part-00000.dat", &small).await;
+    common::put(&admin, "t", "reason/part-00001.dat", &big).await;
+
+    // 1 MiB/s: the big part's four 512 KiB GETs would take two more seconds.
+    let link = Link::paced(1024.0 * 1024.0);
+    let endpoint = sift_tpcds::s3::EndpointArgs {
+        endpoint: gateway.endpoint(),
+        bucket: "t".into(),
+        prefix: String::new(),
+        access_key: Some(ACCESS.into()),
+        secret_key: Some(SECRET.into()),
+        region: Some("us-east-1".into()),
+        virtual_hosted: false,
+    };
+    let client = sift_tpcds::s3::client(&endpoint, Arc::clone(&link)).await;
+    let mut store = Store::new(client, "t".into(), 8);
+    store.fetch_chunk = 512 << 10;
+    let table = S3Table::new(
+        sift_tpcds::schema::table_schema("reason").expect("reason"),
+        vec![
+            ("reason/part-00000.dat".into(), small.len() as u64),
+            ("reason/part-00001.dat".into(), big.len() as u64),
+        ],
+        40.0,
+        Arc::new(store),
+        Mode::Fetch,
+        Format::Csv,
+    );
+    // One partition per part.
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    ctx.register_table("reason", Arc::new(table)).unwrap();
+    let batches = ctx
+        .sql("SELECT r_reason_sk FROM reason LIMIT 1")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+
+    let at_end = link.received();
+    assert!(
+        at_end < 1 << 20,
+        "the query waited for the big part ({at_end} bytes received)"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let later = link.received() - at_end;
+    // A read already under way may land; the GETs themselves must not go on.
+    assert!(
+        later < 128 << 10,
+        "{later} bytes arrived in the second after the query was done"
+    );
+}

@@ -15,6 +15,7 @@
 //! columns and literals, which is then rendered; anything that does not lower is not pushed
 //! down and stays with DataFusion.
 
+use std::cmp::Ordering::{Equal, Greater, Less};
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -103,6 +104,68 @@ pub enum Pred {
     And(Vec<Pred>),
     Or(Vec<Pred>),
     Not(Box<Pred>),
+}
+
+impl Pred {
+    /// The conjunction of `preds`, arranged for a row-at-a-time store that stops at the first
+    /// false conjunct: nested ANDs flattened, key lists first, and every range bound that a
+    /// key list on the same column already implies dropped.
+    ///
+    /// A join's run-time filter arrives as `k >= min AND k <= max AND k IN (…)`, several per
+    /// scan, most of their ranges spanning the whole key domain. In the order DataFusion
+    /// gives them, the store checked a dozen guarded CASTs on every row before the one list
+    /// that rejects nearly all of them: q64's store_sales select ran at 190 MB/s.
+    ///
+    /// The result is the same in SQL's three-valued logic: a bound dropped beside `k IN
+    /// (…)` (a list without NULLs) is true whenever the list is, and NULL exactly when it
+    /// is (k NULL).
+    pub fn conjunction(preds: Vec<Pred>) -> Pred {
+        fn flatten(pred: Pred, into: &mut Vec<Pred>) {
+            match pred {
+                Pred::And(parts) => parts.into_iter().for_each(|p| flatten(p, into)),
+                other => into.push(other),
+            }
+        }
+        let mut parts = Vec::new();
+        preds.into_iter().for_each(|p| flatten(p, &mut parts));
+        let lists: Vec<(usize, ScalarValue, ScalarValue)> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Pred::In {
+                    col,
+                    list,
+                    negated: false,
+                } if !list.iter().any(ScalarValue::is_null) => {
+                    let min = list
+                        .iter()
+                        .min_by(|a, b| a.partial_cmp(b).unwrap_or(Equal))?;
+                    let max = list
+                        .iter()
+                        .max_by(|a, b| a.partial_cmp(b).unwrap_or(Equal))?;
+                    Some((col.index, min.clone(), max.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        let implied = |p: &Pred| match p {
+            Pred::Compare(col, cmp, bound) => lists.iter().any(|(index, min, max)| {
+                *index == col.index
+                    && match cmp {
+                        Cmp::GtEq => bound.partial_cmp(min).is_some_and(|o| o != Greater),
+                        Cmp::LtEq => bound.partial_cmp(max).is_some_and(|o| o != Less),
+                        _ => false,
+                    }
+            }),
+            _ => false,
+        };
+        parts.retain(|p| !implied(p));
+        // Stable: the other conjuncts keep their order.
+        parts.sort_by_key(|p| !matches!(p, Pred::In { negated: false, .. }));
+        match parts.len() {
+            1 => parts.pop().unwrap_or(Pred::And(Vec::new())),
+            _ => Pred::And(parts),
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -665,6 +728,67 @@ mod tests {
     fn parquet_sql(expr: Expr) -> Option<String> {
         let schema = schema();
         from_logical(&expr, &schema)?.to_sql_in(Naming::Named(&schema))
+    }
+
+    fn k() -> Col {
+        Col {
+            index: 0,
+            ty: DataType::Int32,
+        }
+    }
+
+    fn ge(v: i32) -> Pred {
+        Pred::Compare(k(), Cmp::GtEq, ScalarValue::Int32(Some(v)))
+    }
+
+    fn le(v: i32) -> Pred {
+        Pred::Compare(k(), Cmp::LtEq, ScalarValue::Int32(Some(v)))
+    }
+
+    fn list(values: &[i32]) -> Pred {
+        Pred::In {
+            col: k(),
+            list: values
+                .iter()
+                .map(|&v| ScalarValue::Int32(Some(v)))
+                .collect(),
+            negated: false,
+        }
+    }
+
+    /// A join filter's shape: its range is implied by its list and goes; the list comes
+    /// first; a bound that narrows more than the list does stays, as do other columns'.
+    #[test]
+    fn conjunctions_put_key_lists_first_and_drop_the_bounds_they_imply() {
+        let price = Pred::IsNull(
+            Col {
+                index: 1,
+                ty: DataType::Decimal128(7, 2),
+            },
+            true,
+        );
+        let joined = Pred::conjunction(vec![
+            price.clone(),
+            Pred::And(vec![Pred::And(vec![ge(3), le(9)]), list(&[3, 5, 9])]),
+            ge(4),
+        ]);
+        assert_eq!(joined, Pred::And(vec![list(&[3, 5, 9]), price, ge(4)]));
+        // Nothing to simplify: the same conjuncts.
+        assert_eq!(
+            Pred::conjunction(vec![ge(1), le(2)]),
+            Pred::And(vec![ge(1), le(2)])
+        );
+        assert_eq!(Pred::conjunction(vec![ge(1), list(&[1])]), list(&[1]));
+        // A negated list implies nothing.
+        let not_in = Pred::In {
+            col: k(),
+            list: vec![ScalarValue::Int32(Some(5))],
+            negated: true,
+        };
+        assert_eq!(
+            Pred::conjunction(vec![ge(5), not_in.clone()]),
+            Pred::And(vec![ge(5), not_in])
+        );
     }
 
     #[test]

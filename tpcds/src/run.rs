@@ -19,7 +19,9 @@ use datafusion::arrow::array::{Array, Float32Array, Float64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionContext;
+use datafusion::physical_plan::{self, display::DisplayableExecutionPlan};
 use datafusion::prelude::SessionConfig;
 use md5::{Digest, Md5};
 use serde::Serialize;
@@ -203,6 +205,8 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         let ctx = session(&store, &tables, mode, options.format, options.partitions)?;
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
+        let plans_dir = options.out.join("plans").join(mode.name());
+        std::fs::create_dir_all(&plans_dir)?;
         let cpu_before = gateway_cpu_seconds(&endpoint.endpoint).await;
         let mut totals = ModeTotals {
             queries: 0,
@@ -220,17 +224,21 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 let (received0, scanned0) = (link.received(), store.scanned());
                 let started = Instant::now();
                 let mut outputs = Vec::new();
+                let mut plans = Vec::new();
                 for statement in &statements {
-                    outputs.push(run_statement(&ctx, statement, n).await);
+                    let (output, plan) = run_statement(&ctx, statement, n).await;
+                    outputs.push(output);
+                    plans.push(plan);
                 }
                 times.push(started.elapsed().as_secs_f64());
                 last = Some((
                     outputs,
+                    plans,
                     link.received() - received0,
                     store.scanned() - scanned0,
                 ));
             }
-            let Some((outputs, bytes_received, bytes_scanned)) = last else {
+            let Some((outputs, plans, bytes_received, bytes_scanned)) = last else {
                 continue;
             };
             let texts: Vec<StatementRows> = outputs
@@ -257,6 +265,9 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                     format!("q{n}_{}.txt", i + 1)
                 };
                 write_rows(&rows_dir.join(&name), &text.lines)?;
+                if let Some(plan) = &plans[i] {
+                    std::fs::write(plans_dir.join(&name), plan)?;
+                }
                 let statement = name.trim_end_matches(".txt").to_string();
                 if mode_index == 0 {
                     match &outputs[i] {
@@ -422,16 +433,26 @@ fn session(
     optimizer.enable_topk_dynamic_filter_pushdown = false;
     optimizer.enable_aggregate_dynamic_filter_pushdown = false;
     let ctx = SessionContext::new_with_config(config);
-    for table in tables {
-        let provider = S3Table::new(
-            table.schema,
-            table.objects.clone(),
-            table.line_bytes,
-            Arc::clone(store),
-            mode,
-            format,
-        );
-        ctx.register_table(table.schema.name, Arc::new(provider))?;
+    let providers: Vec<S3Table> = tables
+        .iter()
+        .map(|table| {
+            S3Table::new(
+                table.schema,
+                table.objects.clone(),
+                table.line_bytes,
+                Arc::clone(store),
+                mode,
+                format,
+            )
+        })
+        .collect();
+    let rows: BTreeMap<&'static str, usize> = providers
+        .iter()
+        .map(|p| (p.name(), p.estimated_rows()))
+        .collect();
+    for provider in providers {
+        let provider = provider.with_table_rows(&rows);
+        ctx.register_table(provider.name(), Arc::new(provider))?;
     }
     Ok(ctx)
 }
@@ -441,20 +462,29 @@ fn session(
 const SORT_MERGE_QUERIES: [u32; 1] = [72];
 
 /// Runs one statement; a failure is the statement's result, reported as text.
+/// Runs one statement: its rows, and its executed plan with DataFusion's metrics (when it
+/// got as far as a plan).
 async fn run_statement(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
-) -> std::result::Result<Vec<RecordBatch>, String> {
+) -> (
+    std::result::Result<Vec<RecordBatch>, String>,
+    Option<String>,
+) {
     let sort_merge = SORT_MERGE_QUERIES.contains(&n);
     if sort_merge {
-        set_prefer_hash_join(ctx, false).await?;
+        if let Err(e) = set_prefer_hash_join(ctx, false).await {
+            return (Err(e), None);
+        }
     }
-    let result = run_planned(ctx, sql, n).await;
+    let (result, plan) = run_planned(ctx, sql, n).await;
     if sort_merge {
-        set_prefer_hash_join(ctx, true).await?;
+        if let Err(e) = set_prefer_hash_join(ctx, true).await {
+            return (Err(e), plan);
+        }
     }
-    result
+    (result, plan)
 }
 
 async fn set_prefer_hash_join(ctx: &SessionContext, on: bool) -> std::result::Result<(), String> {
@@ -469,15 +499,27 @@ async fn run_planned(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
-) -> std::result::Result<Vec<RecordBatch>, String> {
-    let frame = ctx
-        .sql(sql)
+) -> (
+    std::result::Result<Vec<RecordBatch>, String>,
+    Option<String>,
+) {
+    let planning =
+        |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
+    let plan = match ctx.sql(sql).await {
+        Ok(frame) => frame.create_physical_plan().await,
+        Err(e) => Err(e),
+    };
+    let plan = match plan {
+        Ok(plan) => plan,
+        Err(e) => return (Err(planning(e)), None),
+    };
+    let rows = physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
         .await
-        .map_err(|e| format!("q{n}: planning failed: {}", first_line(&e.to_string())))?;
-    frame
-        .collect()
-        .await
-        .map_err(|e| format!("q{n}: execution failed: {}", first_line(&e.to_string())))
+        .map_err(|e| format!("q{n}: execution failed: {}", first_line(&e.to_string())));
+    let text = DisplayableExecutionPlan::with_metrics(plan.as_ref())
+        .indent(true)
+        .to_string();
+    (rows, Some(text))
 }
 
 /// DataFusion appends a backtrace to some errors; the first line is the error.

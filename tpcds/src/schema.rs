@@ -589,6 +589,40 @@ pub fn table_schema(table: &str) -> Option<&'static TableSchema> {
     SCHEMAS.iter().find(|t| t.name == table)
 }
 
+/// The table whose surrogate keys a `_sk` column holds, by the DDL's naming: the column's
+/// distinct values are at most that table's rows. `cd_demo_sk` and `hd_demo_sk` are the two
+/// keys the suffix alone cannot tell apart; they come first.
+const KEY_DOMAINS: [(&str, &str); 20] = [
+    ("cd_demo_sk", "customer_demographics"),
+    ("hd_demo_sk", "household_demographics"),
+    ("_cdemo_sk", "customer_demographics"),
+    ("_hdemo_sk", "household_demographics"),
+    ("_addr_sk", "customer_address"),
+    ("_address_sk", "customer_address"),
+    ("_date_sk", "date_dim"),
+    ("_time_sk", "time_dim"),
+    ("_item_sk", "item"),
+    ("_customer_sk", "customer"),
+    ("_store_sk", "store"),
+    ("_promo_sk", "promotion"),
+    ("_warehouse_sk", "warehouse"),
+    ("_ship_mode_sk", "ship_mode"),
+    ("_call_center_sk", "call_center"),
+    ("_catalog_page_sk", "catalog_page"),
+    ("_web_page_sk", "web_page"),
+    ("web_site_sk", "web_site"),
+    ("_reason_sk", "reason"),
+    ("_income_band_sk", "income_band"),
+];
+
+/// The table a key column refers to (its own table for a primary key), if it is a key.
+pub fn key_domain(column: &str) -> Option<&'static str> {
+    KEY_DOMAINS
+        .iter()
+        .find(|(suffix, _)| column.ends_with(suffix))
+        .map(|&(_, table)| table)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -667,6 +701,34 @@ mod tests {
             assert!(column.ends_with("_sk"), "{}.{column}", schema.name);
             assert_eq!(ty, Integer, "{}.{column}", schema.name);
         }
+    }
+
+    #[test]
+    fn every_key_column_has_a_domain_and_a_table_its_own_first_key() {
+        for schema in &SCHEMAS {
+            for (column, _) in schema.columns {
+                if column.ends_with("_sk") {
+                    let domain = key_domain(column).unwrap_or_else(|| panic!("{column}"));
+                    assert!(table_schema(domain).is_some(), "{column} -> {domain}");
+                }
+            }
+        }
+        // A dimension's first column is its own key; a fact table's is a date key.
+        for (table, first) in [
+            ("customer_demographics", "cd_demo_sk"),
+            ("web_site", "web_site_sk"),
+        ] {
+            assert_eq!(table_schema(table).unwrap().columns[0].0, first);
+            assert_eq!(key_domain(first), Some(table));
+        }
+        assert_eq!(key_domain("ss_sold_date_sk"), Some("date_dim"));
+        assert_eq!(
+            key_domain("c_current_hdemo_sk"),
+            Some("household_demographics")
+        );
+        assert_eq!(key_domain("sr_return_time_sk"), Some("time_dim"));
+        assert_eq!(key_domain("ws_web_site_sk"), Some("web_site"));
+        assert_eq!(key_domain("ss_ticket_number"), None);
     }
 
     #[test]
