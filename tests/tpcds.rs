@@ -427,7 +427,7 @@ async fn a_finished_query_leaves_no_requests_reading() {
 
     let gateway = Gateway::start(&[]);
     let admin = gateway.client();
-    common::create_bucket(&admin, "t").await;
+    common::create_bucket(&admin, "orphans").await;
     // Two parts of `reason`: a small one that meets the LIMIT at once, and a big one whose
     // ranged GETs are still in flight then.
     let rows = |from: usize, bytes: usize| {
@@ -440,14 +440,14 @@ async fn a_finished_query_leaves_no_requests_reading() {
         text.into_bytes()
     };
     let (small, big) = (rows(0, 2_000), rows(1_000_000, 8 << 20));
-    common::put(&admin, "t", "reason/part-00000.dat", &small).await;
-    common::put(&admin, "t", "reason/part-00001.dat", &big).await;
+    common::put(&admin, "orphans", "reason/part-00000.dat", &small).await;
+    common::put(&admin, "orphans", "reason/part-00001.dat", &big).await;
 
     // 1 MiB/s: the big part's four 512 KiB GETs would take two more seconds.
     let link = Link::paced(1024.0 * 1024.0);
     let endpoint = sift_tpcds::s3::EndpointArgs {
         endpoint: gateway.endpoint(),
-        bucket: "t".into(),
+        bucket: "orphans".into(),
         prefix: String::new(),
         access_key: Some(ACCESS.into()),
         secret_key: Some(SECRET.into()),
@@ -455,7 +455,7 @@ async fn a_finished_query_leaves_no_requests_reading() {
         virtual_hosted: false,
     };
     let client = sift_tpcds::s3::client(&endpoint, Arc::clone(&link)).await;
-    let mut store = Store::new(client, "t".into(), 8);
+    let mut store = Store::new(client, "orphans".into(), 8);
     store.fetch_chunk = 512 << 10;
     let table = S3Table::new(
         sift_tpcds::schema::table_schema("reason").expect("reason"),
