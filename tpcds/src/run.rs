@@ -33,7 +33,7 @@ use crate::load::list_keys;
 use crate::net::Link;
 use crate::queries;
 use crate::s3::{self, table_prefix, EndpointArgs};
-use crate::scan::{Mode, S3Table, Store};
+use crate::scan::{with_key_statistics, Mode, S3Table, Store};
 use crate::schema::SCHEMAS;
 
 /// What to run.
@@ -433,25 +433,17 @@ fn session(
     optimizer.enable_topk_dynamic_filter_pushdown = false;
     optimizer.enable_aggregate_dynamic_filter_pushdown = false;
     let ctx = SessionContext::new_with_config(config);
-    let providers: Vec<S3Table> = tables
-        .iter()
-        .map(|table| {
-            S3Table::new(
-                table.schema,
-                table.objects.clone(),
-                table.line_bytes,
-                Arc::clone(store),
-                mode,
-                format,
-            )
-        })
-        .collect();
-    let rows: BTreeMap<&'static str, usize> = providers
-        .iter()
-        .map(|p| (p.name(), p.estimated_rows()))
-        .collect();
-    for provider in providers {
-        let provider = provider.with_table_rows(&rows);
+    let providers = tables.iter().map(|table| {
+        S3Table::new(
+            table.schema,
+            table.objects.clone(),
+            table.line_bytes,
+            Arc::clone(store),
+            mode,
+            format,
+        )
+    });
+    for provider in with_key_statistics(providers.collect()) {
         ctx.register_table(provider.name(), Arc::new(provider))?;
     }
     Ok(ctx)
@@ -461,9 +453,8 @@ fn session(
 /// overflow error`); they run with sort-merge joins instead, as the issue suggests.
 const SORT_MERGE_QUERIES: [u32; 1] = [72];
 
-/// Runs one statement; a failure is the statement's result, reported as text.
-/// Runs one statement: its rows, and its executed plan with DataFusion's metrics (when it
-/// got as far as a plan).
+/// Runs one statement: its rows (a failure is the statement's result, reported as text),
+/// and its executed plan with DataFusion's metrics when it got as far as a plan.
 async fn run_statement(
     ctx: &SessionContext,
     sql: &str,

@@ -320,23 +320,10 @@ impl S3Table {
         self.name
     }
 
-    /// The table's estimated rows.
-    pub fn estimated_rows(&self) -> usize {
-        self.estimated_rows
-    }
-
-    /// Gives the key columns their distinct-value estimates from `rows` (every table's
-    /// estimated rows): a key has at most as many distinct values as the table it refers
-    /// to has rows, and no more than its own table has rows.
-    ///
-    /// Without them DataFusion estimates a join's output as the smaller input (it takes
-    /// the larger side's row count as the key's distinct values), so three joins of a fact
-    /// table with small dimensions look smaller than `date_dim`, and the fact side became
-    /// the hash table: 56 joins of the 72 queries at SF 1 built on 100 K–11.7 M fact rows
-    /// and probed with a few dozen dates, and a date filter that could have cut the fact
-    /// scan was derived on `date_dim` instead. (Trino has the same numbers from its
-    /// metastore's column statistics.)
-    pub fn with_table_rows(mut self, rows: &BTreeMap<&'static str, usize>) -> S3Table {
+    /// The key columns' distinct-value estimates from `rows` (every table's estimated rows):
+    /// a key has at most as many distinct values as the table it refers to has rows, and no
+    /// more than its own table has rows.
+    fn with_table_rows(mut self, rows: &BTreeMap<&'static str, usize>) -> S3Table {
         for (i, field) in self.schema.fields().iter().enumerate() {
             let domain = key_domain(field.name()).and_then(|table| rows.get(table));
             self.distinct[i] = domain.map(|&n| n.min(self.estimated_rows));
@@ -402,6 +389,25 @@ impl S3Table {
         }
         partitions
     }
+}
+
+/// The session's tables with distinct-value estimates for their key columns (`*_sk`): each
+/// at most the rows of the table it refers to (`schema::key_domain`), as a metastore's column
+/// statistics would give Trino.
+///
+/// Without them DataFusion estimates a join's output as the smaller input (it takes the
+/// larger side's row count as the key's distinct values), so three joins of a fact table with
+/// small dimensions look smaller than `date_dim`, and the fact side became the hash table: 56
+/// joins of the 72 queries at SF 1 built on 100 K–11.7 M fact rows and probed with a few dozen
+/// dates, and a date filter that could have cut the fact scan was derived on `date_dim`
+/// instead.
+pub fn with_key_statistics(tables: Vec<S3Table>) -> Vec<S3Table> {
+    let rows: BTreeMap<&'static str, usize> =
+        tables.iter().map(|t| (t.name, t.estimated_rows)).collect();
+    tables
+        .into_iter()
+        .map(|t| t.with_table_rows(&rows))
+        .collect()
 }
 
 /// How the store's SQL names the columns of a table stored in `format`.
@@ -952,13 +958,18 @@ mod tests {
     use datafusion::physical_plan::joins::HashJoinExec;
     use datafusion::prelude::SessionContext;
 
-    /// The mode each scan of `inventory` (four columns) is planned in, for a table in `mode`.
-    async fn planned(mode: Mode, projection: Option<Vec<usize>>, filters: &[Expr]) -> Mode {
+    /// A store for planning only: no request is ever sent.
+    fn offline_store() -> Arc<Store> {
         let config = aws_sdk_s3::Config::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new("us-east-1"))
             .build();
-        let store = Arc::new(Store::new(Client::from_conf(config), "b".into(), 4));
+        Arc::new(Store::new(Client::from_conf(config), "b".into(), 4))
+    }
+
+    /// The mode each scan of `inventory` (four columns) is planned in, for a table in `mode`.
+    async fn planned(mode: Mode, projection: Option<Vec<usize>>, filters: &[Expr]) -> Mode {
+        let store = offline_store();
         let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
         let objects = vec![("inventory/part-00000.dat".to_string(), 100 << 20)];
         let table = S3Table::new(schema, objects, 20.0, store, mode, Format::Csv);
@@ -1009,11 +1020,7 @@ mod tests {
     /// built on 11.7 M inventory rows and probed with 31 dates).
     #[tokio::test]
     async fn joins_build_on_the_dimensions_not_the_fact_table() {
-        let config = aws_sdk_s3::Config::builder()
-            .behavior_version(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("us-east-1"))
-            .build();
-        let store = Arc::new(Store::new(Client::from_conf(config), "b".into(), 4));
+        let store = offline_store();
         // SF 1 sizes and line lengths, roughly.
         let sizes = [
             ("inventory", 235_000_000u64, 20.0),
@@ -1036,13 +1043,8 @@ mod tests {
                 )
             })
             .collect();
-        let rows: BTreeMap<&'static str, usize> = tables
-            .iter()
-            .map(|t| (t.name(), t.estimated_rows()))
-            .collect();
         let ctx = SessionContext::new();
-        for table in tables {
-            let table = table.with_table_rows(&rows);
+        for table in with_key_statistics(tables) {
             ctx.register_table(table.name(), Arc::new(table))
                 .expect("registered");
         }
