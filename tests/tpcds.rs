@@ -49,15 +49,24 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
 }
 
-#[test]
-fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
+/// A gateway on a fresh store with SF's data loaded by `sift tpcds load`, and the endpoint
+/// arguments that reach it.
+fn loaded_gateway() -> (Gateway, Vec<String>) {
     let gateway = Gateway::start(&[]);
     let endpoint = endpoint_args(&gateway);
+    let mut load = vec!["tpcds", "load", "--sf", SF];
+    load.extend(endpoint.iter().map(String::as_str));
+    check(&sift(&load), "load");
+    (gateway, endpoint)
+}
+
+#[test]
+fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
+    let (_gateway, endpoint) = loaded_gateway();
     let endpoint: Vec<&str> = endpoint.iter().map(String::as_str).collect();
 
     let mut load = vec!["tpcds", "load", "--sf", SF];
     load.extend(&endpoint);
-    check(&sift(&load), "load");
     // A second load finds every part in place and writes nothing.
     let again = sift(&load);
     check(&again, "second load");
@@ -375,12 +384,8 @@ fn records_on_split_boundaries_are_read_once() {
     assert!(on_boundary > 0, "no record starts on a split boundary");
     std::fs::remove_dir_all(&dir).ok();
 
-    let gateway = Gateway::start(&[]);
-    let endpoint = endpoint_args(&gateway);
+    let (_gateway, endpoint) = loaded_gateway();
     let endpoint: Vec<&str> = endpoint.iter().map(String::as_str).collect();
-    let mut load = vec!["tpcds", "load", "--sf", SF];
-    load.extend(&endpoint);
-    check(&sift(&load), "load");
     let out = temp_dir("sift-tpcds-splits-run");
     let out_arg = out.display().to_string();
     let split = SMALL_SPLIT.to_string();
