@@ -297,6 +297,22 @@ fn markdown(summary: &Value, by_query: &ByQuery, modes: &[&str]) -> String {
             );
         }
     }
+    // Older results (before the join trees were compared) have no such field: say nothing.
+    if let Some(different) = summary["differently_planned"].as_array() {
+        if different.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nEvery statement had the same join tree in every mode."
+            );
+        } else {
+            let names: Vec<&str> = different.iter().filter_map(Value::as_str).collect();
+            let _ = writeln!(
+                out,
+                "\nJoined in another order than in the first mode: {}.",
+                names.join(", ")
+            );
+        }
+    }
     out
 }
 

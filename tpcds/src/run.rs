@@ -33,7 +33,7 @@ use crate::load::list_keys;
 use crate::net::Link;
 use crate::queries;
 use crate::s3::{self, table_prefix, EndpointArgs};
-use crate::scan::{with_key_statistics, Mode, S3Table, Store};
+use crate::scan::{join_tree, with_key_statistics, Mode, S3Table, Store};
 use crate::schema::SCHEMAS;
 
 /// What to run.
@@ -113,6 +113,9 @@ pub struct Summary {
     pub empty_statements: Vec<String>,
     /// Statements that failed (in the first mode), with their error.
     pub failed_statements: Vec<String>,
+    /// Statements whose join tree ([`crate::scan::join_tree`]) differs from the first
+    /// mode's, as `qN in MODE mode`. Empty when the modes' times compare their scans alone.
+    pub differently_planned: Vec<String>,
 }
 
 /// Rows of one statement as text, and their order-independent checksum.
@@ -201,6 +204,9 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     let mut mismatches = Vec::new();
     let mut empty_statements = Vec::new();
     let mut failed_statements = Vec::new();
+    // Each statement's join tree in the first mode, and the statements planned otherwise.
+    let mut reference_joins: BTreeMap<String, String> = BTreeMap::new();
+    let mut differently_planned = Vec::new();
     for (mode_index, &mode) in options.modes.iter().enumerate() {
         let ctx = session(&store, &tables, mode, options.format, options.partitions)?;
         let rows_dir = options.out.join("rows").join(mode.name());
@@ -265,10 +271,19 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                     format!("q{n}_{}.txt", i + 1)
                 };
                 write_rows(&rows_dir.join(&name), &text.lines)?;
-                if let Some(plan) = &plans[i] {
-                    std::fs::write(plans_dir.join(&name), plan)?;
-                }
                 let statement = name.trim_end_matches(".txt").to_string();
+                if let Some(plan) = &plans[i] {
+                    std::fs::write(plans_dir.join(&name), &plan.text)?;
+                    match reference_joins.get(&statement) {
+                        None => {
+                            reference_joins.insert(statement.clone(), plan.joins.clone());
+                        }
+                        Some(joins) if *joins != plan.joins => {
+                            differently_planned.push(format!("{statement} in {mode} mode"));
+                        }
+                        Some(_) => {}
+                    }
+                }
                 if mode_index == 0 {
                     match &outputs[i] {
                         Err(e) => failed_statements.push(format!("{statement}: {e}")),
@@ -334,6 +349,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         modes,
         empty_statements,
         failed_statements,
+        differently_planned,
     };
     write_json(&options.out.join("results.json"), &results)?;
     write_json(&options.out.join("summary.json"), &summary)?;
@@ -453,16 +469,21 @@ fn session(
 /// overflow error`); they run with sort-merge joins instead, as the issue suggests.
 const SORT_MERGE_QUERIES: [u32; 1] = [72];
 
+/// A statement's executed plan.
+struct Plan {
+    /// The plan with DataFusion's metrics (`plans/<mode>/qN.txt`).
+    text: String,
+    /// Its join tree, compared across modes.
+    joins: String,
+}
+
 /// Runs one statement: its rows (a failure is the statement's result, reported as text),
-/// and its executed plan with DataFusion's metrics when it got as far as a plan.
+/// and its executed plan when it got as far as a plan.
 async fn run_statement(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
-) -> (
-    std::result::Result<Vec<RecordBatch>, String>,
-    Option<String>,
-) {
+) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
     let sort_merge = SORT_MERGE_QUERIES.contains(&n);
     if sort_merge {
         if let Err(e) = set_prefer_hash_join(ctx, false).await {
@@ -490,10 +511,7 @@ async fn run_planned(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
-) -> (
-    std::result::Result<Vec<RecordBatch>, String>,
-    Option<String>,
-) {
+) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
     let planning =
         |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
     let plan = match ctx.sql(sql).await {
@@ -510,7 +528,8 @@ async fn run_planned(
     let text = DisplayableExecutionPlan::with_metrics(plan.as_ref())
         .indent(true)
         .to_string();
-    (rows, Some(text))
+    let joins = join_tree(&plan);
+    (rows, Some(Plan { text, joins }))
 }
 
 /// DataFusion appends a backtrace to some errors; the first line is the error.
