@@ -1084,12 +1084,16 @@ mod tests {
         Arc::new(Store::new(Client::from_conf(config), "b".into(), 4))
     }
 
-    /// The mode each scan of `inventory` (four columns) is planned in, for a table in `mode`.
-    async fn planned(mode: Mode, projection: Option<Vec<usize>>, filters: &[Expr]) -> Mode {
-        let store = offline_store();
+    /// `inventory` (four columns) as one 100 MiB part in `mode`, for planning.
+    fn inventory(mode: Mode) -> S3Table {
         let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
         let objects = vec![("inventory/part-00000.dat".to_string(), 100 << 20)];
-        let table = S3Table::new(schema, objects, 20.0, store, mode, Format::Csv);
+        S3Table::new(schema, objects, 20.0, offline_store(), mode, Format::Csv)
+    }
+
+    /// The mode each scan of `inventory` is planned in, for a table in `mode`.
+    async fn planned(mode: Mode, projection: Option<Vec<usize>>, filters: &[Expr]) -> Mode {
+        let table = inventory(mode);
         let state = SessionContext::new().state();
         let plan = table
             .scan(&state, projection.as_ref(), filters, None)
@@ -1191,24 +1195,12 @@ mod tests {
     #[tokio::test]
     async fn a_fetched_scan_applies_the_filters_the_pushdown_modes_send() {
         use datafusion::arrow::array::{Array, Int32Array};
-        let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
-        let objects = vec![("inventory/part-00000.dat".to_string(), 100 << 20)];
-        let table = |mode| {
-            S3Table::new(
-                schema,
-                objects.clone(),
-                20.0,
-                offline_store(),
-                mode,
-                Format::Csv,
-            )
-        };
         // Qualified, as DataFusion hands a scan its filters.
         let quantity = col("inventory.inv_quantity_on_hand").gt(lit(5));
         let two_columns = (col("inv_item_sk") + col("inv_warehouse_sk")).gt(lit(5));
         let offered = [&quantity, &two_columns];
         let accepted = |mode| {
-            table(mode)
+            inventory(mode)
                 .supports_filters_pushdown(&offered)
                 .expect("answers")
         };
@@ -1223,7 +1215,7 @@ mod tests {
         ));
 
         let state = SessionContext::new().state();
-        let plan = table(Mode::Fetch)
+        let plan = inventory(Mode::Fetch)
             .scan(
                 &state,
                 Some(&vec![1]),
