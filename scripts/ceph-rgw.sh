@@ -1,40 +1,48 @@
 #!/usr/bin/env bash
 # A real Ceph RGW on 127.0.0.1 for Sift's tests and benchmarks.
 #
-#   scripts/ceph-rgw.sh start    build (first time) or reuse the chroot, start radosgw, print the env
-#   scripts/ceph-rgw.sh stop     stop radosgw and unmount; the chroot and the data stay for reuse
+#   scripts/ceph-rgw.sh start    build (first time) or reuse the chroot, start the cluster, print the env
+#   scripts/ceph-rgw.sh stop     stop the daemons and unmount; the chroot and the data stay for reuse
 #   scripts/ceph-rgw.sh status   exit 0 if radosgw is running
 #
-# radosgw runs standalone, without a Ceph cluster: its objects, buckets, users and zone config
-# live in sqlite files (the "dbstore" backend and config store, Ceph >= 17). It comes from a
-# Debian trixie chroot (Ceph 18.2) made with debootstrap from the host's configured Debian
-# mirror, because the host (bookworm) has no radosgw with dbstore and nothing but package
-# registries is reachable.
+# radosgw runs on RADOS, as in a real deployment: a one-node Ceph cluster of one monitor and
+# one OSD (BlueStore on a sparse file), loopback only, no cephx, no manager. (RGW's
+# standalone "dbstore" backend was tried first and is unusable for the benchmark: a ranged GET
+# returns the object's first bytes, and reading a multipart object hangs.) Ceph 18.2 (reef)
+# comes from a Debian trixie chroot made with debootstrap from the host's configured Debian
+# mirror, because the host (bookworm) has Ceph 16 and nothing but package registries is
+# reachable.
 #
 # Layout, outside the repository so that every clone and every later run reuses it:
-#   $SIFT_RGW_ROOT/chroot          the trixie chroot (complete only once .sift-rgw-ready exists)
-#   $SIFT_RGW_ROOT/run             ceph.conf, sqlite dbs, radosgw.log, radosgw.pid, env;
+#   $SIFT_RGW_ROOT/chroot          the trixie chroot (complete only once $READY exists)
+#   $SIFT_RGW_ROOT/run             ceph.conf, fsid, mon/ and osd/ (the daemons' stores),
+#                                  osd.block (the OSD's disk), logs, pid files, env;
 #                                  bind-mounted at /var/lib/sift-rgw inside the chroot
 #   $SIFT_RGW_ROOT/build.log       output of the last chroot build
 #
 # Environment: SIFT_RGW_ROOT (default /var/tmp/sift-rgw), SIFT_RGW_PORT (default 7480),
-# SIFT_RGW_MIRROR (default: the host's Debian mirror), SIFT_RGW_WAIT (seconds, default 60).
+# SIFT_RGW_MON_PORT (the monitor's, default 3300), SIFT_RGW_OSD_BYTES (the OSD's sparse disk,
+# default 64 GiB), SIFT_RGW_MIRROR (default: the host's Debian mirror), SIFT_RGW_WAIT
+# (seconds per daemon, default 60).
 #
-# `start` prints the env file (SIFT_RGW_ENDPOINT, SIFT_RGW_ACCESS_KEY, SIFT_RGW_SECRET_KEY) on
-# stdout; progress goes to stderr. When it cannot start, its last line on stderr is
+# `start` prints the env file (SIFT_RGW_ENDPOINT, SIFT_RGW_ACCESS_KEY, SIFT_RGW_SECRET_KEY,
+# SIFT_RGW_VERSION) on stdout; progress goes to stderr. When it cannot start, its last line on stderr is
 # "ceph-rgw: cannot start: REASON" and it exits 1, so a test runner can report the RGW tests as
 # skipped with that reason.
 set -Eeuo pipefail
 
 ROOT=${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}
 PORT=${SIFT_RGW_PORT:-7480}
+MON_PORT=${SIFT_RGW_MON_PORT:-3300}
+OSD_BYTES=${SIFT_RGW_OSD_BYTES:-68719476736}
 WAIT=${SIFT_RGW_WAIT:-60}
 SUITE=trixie
 CHROOT=$ROOT/chroot
 PARTIAL=$ROOT/chroot.partial
 RUN=$ROOT/run
 INNER=/var/lib/sift-rgw # where $RUN is seen from inside the chroot
-READY=.sift-rgw-ready   # marker in the chroot, written only after a complete build
+READY=.sift-rgw-rados-ready # marker in the chroot, written only after a complete build
+PACKAGES="ceph-mon ceph-osd radosgw ceph-common"
 USER_ID=sift
 NAME=client.rgw.sift
 
@@ -45,7 +53,7 @@ log() { echo "ceph-rgw: $*" >&2; }
 die() {
     trap - ERR
     if [[ ${STARTING:-0} == 1 ]]; then
-        stop_rgw >/dev/null 2>&1 || true
+        stop_all >/dev/null 2>&1 || true
     fi
     echo "ceph-rgw: cannot start: $*" >&2
     exit 1
@@ -174,8 +182,8 @@ build_chroot() {
     local ok=0
     {
         in_chroot "$PARTIAL" apt-get update &&
-            { in_chroot "$PARTIAL" apt-get install -y --no-install-recommends radosgw ||
-                in_chroot "$PARTIAL" apt-get install -y radosgw; } &&
+            { in_chroot "$PARTIAL" apt-get install -y --no-install-recommends $PACKAGES ||
+                in_chroot "$PARTIAL" apt-get install -y $PACKAGES; } &&
             in_chroot "$PARTIAL" apt-get clean
     } >>"$ROOT/build.log" 2>&1 && ok=1
     unmount_under "$PARTIAL"
@@ -198,18 +206,21 @@ running_port() {
     sed -n 's/^SIFT_RGW_ENDPOINT=http:\/\/127\.0\.0\.1:\([0-9]*\)$/\1/p' "$RUN/env" 2>/dev/null
 }
 
-# Is process $1 alive? A radosgw that has ended lingers as a zombie until its parent (init,
+# Is process $1 alive? A daemon that has ended lingers as a zombie until its parent (init,
 # once the starting shell is gone) reaps it, and `kill -0` still succeeds on a zombie.
 alive() {
     local state
     state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [[ -n $state && $state != Z ]]
 }
 
-pid_of_rgw() {
-    local pid
-    pid=$(cat "$RUN/radosgw.pid" 2>/dev/null) || return 1
-    [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat "/proc/$pid/comm" 2>/dev/null) == radosgw ]] &&
-        alive "$pid" && echo "$pid"
+# The pid of daemon $1 (radosgw, ceph-mon, ceph-osd) if it runs, from its pid file. The
+# program is told by its command line: radosgw renames its main thread (comm).
+pid_of() {
+    local pid program=""
+    pid=$(cat "$RUN/$1.pid" 2>/dev/null) || return 1
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    IFS= read -r -d '' program <"/proc/$pid/cmdline" 2>/dev/null || true
+    [[ $program == "$1" ]] && alive "$pid" && echo "$pid"
 }
 
 # Does something answer HTTP on the port? Plain bash, so the host needs no curl for it.
@@ -228,87 +239,142 @@ mount_chroot() {
     mountpoint -q "$CHROOT$INNER" || mount --bind "$RUN" "$CHROOT$INNER"
 }
 
+# The cluster's id, made once: the monitor's and the OSD's stores are bound to it.
+cluster_fsid() {
+    [[ -s $RUN/fsid ]] || cat /proc/sys/kernel/random/uuid >"$RUN/fsid"
+    cat "$RUN/fsid"
+}
+
 write_conf() {
-    mkdir -p "$RUN/dbstore"
-    # [client] applies to radosgw and radosgw-admin alike, so both see the same sqlite files.
-    cat >"$RUN/ceph.conf" <<EOF
+    cat >"$RUN/ceph.conf" <<EOC
 # Written by scripts/ceph-rgw.sh on every start; edits are lost.
 [global]
+    fsid = $(cluster_fsid)
+    mon_host = v2:127.0.0.1:$MON_PORT
+    public_addr = 127.0.0.1
+    cluster_addr = 127.0.0.1
     run_dir = $INNER
+    log_file = $INNER/\$name.log
+    admin_socket = $INNER/\$name.asok
     log_to_stderr = false
     err_to_stderr = true
-[client]
-    rgw_backend_store = dbstore
-    rgw_config_store = dbstore
-    dbstore_db_dir = $INNER/dbstore
-    dbstore_config_uri = file://$INNER/dbstore/config.db
-    log_file = $INNER/\$name.log
+    # One machine, loopback only: no cephx. radosgw asks for a secure mon connection by
+    # default, which needs cephx; crc is what auth "none" can give.
+    auth_cluster_required = none
+    auth_service_required = none
+    auth_client_required = none
+    ms_mon_client_mode = crc
+    # One OSD holds one copy of everything. No manager runs, so no PG autoscaler: pools get
+    # a fixed 8 PGs (with autoscaling on, a new pool would start at 1 PG and its default
+    # pgp_num of 8 would be refused).
+    osd_pool_default_size = 1
+    osd_pool_default_min_size = 1
+    osd_pool_default_pg_num = 8
+    osd_pool_default_pgp_num = 8
+    osd_pool_default_pg_autoscale_mode = off
+    osd_crush_chooseleaf_type = 0
+    mon_allow_pool_size_one = true
+    mon_warn_on_pool_no_redundancy = false
+    mon_max_pg_per_osd = 1000
+    # The host's disk is shared with everything else: warn late, stop only when it is full.
+    mon_data_avail_warn = 5
+    mon_data_avail_crit = 1
+[mon]
+    mon_data = $INNER/mon
+[osd]
+    osd_data = $INNER/osd
+    # BlueStore on a sparse file: disk is used as objects are written.
+    osd_objectstore = bluestore
+    bluestore_block_path = $INNER/osd.block
+    bluestore_block_create = true
+    bluestore_block_size = $OSD_BYTES
+    osd_memory_target = 2147483648
 [$NAME]
     log_file = $INNER/radosgw.log
     admin_socket = $INNER/radosgw.asok
     # tcp_nodelay: without it a small request waits ~45 ms on loopback (Nagle + delayed ACK)
     rgw_frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
-EOF
+EOC
 }
 
-# True once radosgw-admin has said all it will: a complete JSON document on stdout, or a
-# message of its own (not a timestamped log line) on stderr.
-admin_said_all() {
-    [[ $(tail -c 3 "$1" | tr -d '[:space:]') == [\]\}] ]] || grep -qv '^[0-9]\{4\}-' "$2"
+# A Ceph command inside the chroot against this cluster, bounded in time (a client waits
+# for a monitor forever by default).
+ceph_cmd() {
+    timeout 60 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        chroot "$CHROOT" "$@" -c "$INNER/ceph.conf" </dev/null 9>&-
 }
 
-# radosgw-admin on dbstore (Ceph 18.2) often hangs for ~14 minutes at exit while the store has
-# no buckets: its GC thread misses the stop signal when told to stop before it first ran, then
-# sleeps gc_interval*10 ms (DB::GC::entry in dbstore.cc). By then the command has done its work
-# and printed its result, so once it has, give it a moment to exit and then end it. Its stdout
-# is printed; it succeeds if it exited 0, or if it had to be ended after printing a result.
-admin() {
-    local out=$RUN/admin.out err=$RUN/admin.err pid rc=0 i
-    : >"$out"
-    : >"$err"
-    env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-        chroot "$CHROOT" radosgw-admin --no-mon-config -c "$INNER/ceph.conf" "$@" \
-        </dev/null >"$out" 2>"$err" 9>&- &
-    pid=$!
-    for ((i = 0; i < 300; i++)); do # 30 s at most
-        kill -0 "$pid" 2>/dev/null || break
-        if admin_said_all "$out" "$err"; then
-            for _ in 1 2 3 4 5; do # a normal exit takes milliseconds
-                sleep 0.1
-                kill -0 "$pid" 2>/dev/null || break
-            done
-            kill "$pid" 2>/dev/null || true
-            break
+# Start daemon $1 (foreground flags after it) in its own session, so that it outlives the
+# shell or test runner that started it, and without the lock (9>&-), or the next stop would
+# wait for it forever.
+spawn() {
+    local name=$1
+    shift
+    setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+        chroot "$CHROOT" "$name" -f -c "$INNER/ceph.conf" "$@" \
+        </dev/null >"$RUN/$name.out" 2>&1 9>&- &
+    echo $! >"$RUN/$name.pid"
+}
+
+# Wait until `$2...` succeeds, while daemon $1 stays alive, for at most $WAIT seconds.
+wait_for() {
+    local name=$1 deadline=$((SECONDS + WAIT))
+    shift
+    until "$@" >/dev/null 2>&1; do
+        if ! pid_of "$name" >/dev/null || ((SECONDS >= deadline)); then
+            log "$name output and log tail:"
+            tail -n 20 "$RUN/$name.out" >&2 2>/dev/null || true
+            if ((SECONDS >= deadline)); then
+                die "$name did not come up within ${WAIT}s (log in $RUN)"
+            fi
+            die "$name exited during startup (log in $RUN)"
         fi
-        sleep 0.1
+        sleep 0.5
     done
-    kill -9 "$pid" 2>/dev/null || true
-    wait "$pid" || rc=$?
-    cat "$err" >>"$RUN/admin.log"
-    cat "$out"
-    if ((rc == 128 + 15 || rc == 128 + 9)); then # ended by us
-        [[ $(tail -c 3 "$out" | tr -d '[:space:]') == [\]\}] ]]
-    else
-        return "$rc"
-    fi
 }
 
-admin_error() {
-    local msg
-    msg=$(grep -v '^[0-9]\{4\}-' "$RUN/admin.err" | tail -n 1)
-    echo "${msg:-no answer within 30 s} (log: $RUN/admin.log)"
+osd_up() {
+    ceph_cmd ceph osd dump | grep -q '^osd\.0 up'
+}
+
+# The monitor: its store is made once (monmaptool, ceph-mon --mkfs), then reused.
+start_mon() {
+    if [[ ! -f $RUN/mon/.sift-made ]]; then
+        rm -rf "$RUN/mon"
+        mkdir -p "$RUN/mon"
+        ceph_cmd monmaptool --create --fsid "$(cluster_fsid)" \
+            --addv a "[v2:127.0.0.1:$MON_PORT]" "$INNER/monmap" >/dev/null ||
+            die "monmaptool failed"
+        ceph_cmd ceph-mon --mkfs -i a --monmap "$INNER/monmap" >>"$RUN/mkfs.log" 2>&1 ||
+            die "ceph-mon --mkfs failed (see $RUN/mkfs.log)"
+        touch "$RUN/mon/.sift-made"
+    fi
+    spawn ceph-mon -i a
+    wait_for ceph-mon ceph_cmd ceph mon stat
+}
+
+# The one OSD: registered with the monitor and formatted once, then reused.
+start_osd() {
+    if [[ ! -f $RUN/osd/.sift-made ]]; then
+        local uuid
+        rm -rf "$RUN/osd" "$RUN/osd.block"
+        mkdir -p "$RUN/osd"
+        uuid=$(cat /proc/sys/kernel/random/uuid)
+        ceph_cmd ceph osd new "$uuid" 0 >>"$RUN/mkfs.log" 2>&1 || die "ceph osd new failed"
+        ceph_cmd ceph-osd -i 0 --mkfs --osd-uuid "$uuid" >>"$RUN/mkfs.log" 2>&1 ||
+            die "ceph-osd --mkfs failed (see $RUN/mkfs.log)"
+        touch "$RUN/osd/.sift-made"
+    fi
+    spawn ceph-osd -i 0
+    wait_for ceph-osd osd_up
 }
 
 # The user the tests sign as: created once, its keys read back from RGW every time.
 ensure_user() {
     local info
-    if info=$(admin user info --uid "$USER_ID"); then
-        :
-    elif grep -q 'could not fetch user info' "$RUN/admin.err"; then
-        info=$(admin user create --uid "$USER_ID" --display-name "Sift tests") ||
-            die "radosgw-admin user create failed: $(admin_error)"
-    else
-        die "radosgw-admin user info failed: $(admin_error)"
+    if ! info=$(ceph_cmd radosgw-admin user info --uid "$USER_ID" 2>/dev/null); then
+        info=$(ceph_cmd radosgw-admin user create --uid "$USER_ID" --display-name "Sift tests" \
+            2>>"$RUN/admin.log") || die "radosgw-admin user create failed (see $RUN/admin.log)"
     fi
     ACCESS_KEY=$(sed -n 's/.*"access_key": "\([^"]*\)".*/\1/p' <<<"$info" | head -n 1)
     SECRET_KEY=$(sed -n 's/.*"secret_key": "\([^"]*\)".*/\1/p' <<<"$info" | head -n 1)
@@ -316,11 +382,12 @@ ensure_user() {
 }
 
 write_env() {
-    cat >"$RUN/env.tmp" <<EOF
+    cat >"$RUN/env.tmp" <<EOC
 SIFT_RGW_ENDPOINT=http://127.0.0.1:$PORT
 SIFT_RGW_ACCESS_KEY=$ACCESS_KEY
 SIFT_RGW_SECRET_KEY=$SECRET_KEY
-EOF
+SIFT_RGW_VERSION=$(head -n 1 "$CHROOT/$READY" | awk '{print $3}')
+EOC
     mv "$RUN/env.tmp" "$RUN/env"
 }
 
@@ -331,20 +398,20 @@ start_rgw() {
     exec 9>"$ROOT/lock"
     flock -w 3600 9 || die "another ceph-rgw.sh holds $ROOT/lock"
 
-    if pid_of_rgw >/dev/null; then
+    if pid_of radosgw >/dev/null; then
         local old
         old=$(running_port)
         if [[ -n $old && $old != "$PORT" ]]; then
             die "radosgw of $ROOT already runs on port $old, not $PORT (run '$0 stop' first)"
         fi
         if answers; then
-            log "already running (pid $(pid_of_rgw)); env in $RUN/env"
+            log "already running (pid $(pid_of radosgw)); env in $RUN/env"
             cat "$RUN/env"
             return 0
         fi
     fi
-    # Leftovers of a radosgw that died or of a machine that was reset: clear them.
-    stop_rgw >/dev/null 2>&1 || true
+    # Leftovers of a cluster that died or of a machine that was reset: clear them.
+    stop_all >/dev/null 2>&1 || true
     if answers; then
         die "port $PORT on 127.0.0.1 is already in use by another process (set SIFT_RGW_PORT)"
     fi
@@ -353,49 +420,39 @@ start_rgw() {
     STARTING=1
     mount_chroot
     write_conf
+    start_mon
+    start_osd
+    # radosgw creates its pools on first start; the user needs them.
+    spawn radosgw -n "$NAME"
+    wait_for radosgw answers
     ensure_user
-
-    : >"$RUN/radosgw.log"
-    # setsid: radosgw must outlive the shell (or test runner) that started it; 9>&-: it must
-    # not inherit the lock, or the next stop would wait for it forever.
-    setsid env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-        chroot "$CHROOT" radosgw -f --no-mon-config -c "$INNER/ceph.conf" -n "$NAME" \
-        </dev/null >"$RUN/radosgw.out" 2>&1 9>&- &
-    echo $! >"$RUN/radosgw.pid"
-
-    local deadline=$((SECONDS + WAIT))
-    until answers; do
-        if ! alive "$(cat "$RUN/radosgw.pid")" || ((SECONDS >= deadline)); then
-            log "radosgw log tail:"
-            tail -n 20 "$RUN/radosgw.out" "$RUN/radosgw.log" >&2 2>/dev/null || true
-            if ((SECONDS >= deadline)); then
-                die "radosgw did not answer on 127.0.0.1:$PORT within ${WAIT}s (log: $RUN/radosgw.log)"
-            fi
-            die "radosgw exited during startup (log: $RUN/radosgw.log)"
-        fi
-        sleep 0.5
-    done
     STARTING=0
     write_env
-    log "radosgw $(head -n 1 "$CHROOT/$READY" | awk '{print $3}') running (pid $(cat "$RUN/radosgw.pid")) on 127.0.0.1:$PORT; env in $RUN/env"
+    log "radosgw $(head -n 1 "$CHROOT/$READY" | awk '{print $3}') on RADOS (1 mon, 1 OSD) running (pid $(cat "$RUN/radosgw.pid")) on 127.0.0.1:$PORT; env in $RUN/env"
     cat "$RUN/env"
 }
 
-stop_rgw() {
+# End daemon $1 if it runs: SIGTERM, then SIGKILL after 10 s.
+stop_daemon() {
     local pid
-    if pid=$(pid_of_rgw); then
-        kill "$pid"
-        for _ in $(seq 50); do
-            alive "$pid" || break
-            sleep 0.2
-        done
-        if alive "$pid"; then
-            kill -9 "$pid"
-            log "radosgw (pid $pid) ignored SIGTERM for 10 s; killed it"
-        fi
-        log "stopped radosgw (pid $pid)"
+    pid=$(pid_of "$1") || return 0
+    kill "$pid"
+    for _ in $(seq 50); do
+        alive "$pid" || break
+        sleep 0.2
+    done
+    if alive "$pid"; then
+        kill -9 "$pid"
+        log "$1 (pid $pid) ignored SIGTERM for 10 s; killed it"
     fi
-    rm -f "$RUN/radosgw.pid" "$RUN/env" "$RUN/radosgw.asok"
+    log "stopped $1 (pid $pid)"
+}
+
+stop_all() {
+    stop_daemon radosgw
+    stop_daemon ceph-osd
+    stop_daemon ceph-mon
+    rm -f "$RUN"/*.pid "$RUN/env" "$RUN"/*.asok
     if [[ -d $CHROOT ]]; then
         unmount_under "$CHROOT"
     fi
@@ -403,7 +460,7 @@ stop_rgw() {
 
 status_rgw() {
     local pid
-    if pid=$(pid_of_rgw); then
+    if pid=$(pid_of radosgw); then
         echo "running (pid $pid) on 127.0.0.1:$(running_port); env in $RUN/env"
         return 0
     fi
@@ -419,7 +476,7 @@ stop)
     mkdir -p "$ROOT"
     exec 9>"$ROOT/lock"
     flock -w 600 9
-    stop_rgw
+    stop_all
     ;;
 status)
     trap - ERR
