@@ -9,6 +9,7 @@ pub mod layout;
 pub mod load;
 pub mod net;
 pub mod parquet;
+pub mod probe;
 pub mod pushdown;
 pub mod queries;
 pub mod report;

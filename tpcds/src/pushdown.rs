@@ -442,12 +442,15 @@ fn between(col: Col, low: ScalarValue, high: ScalarValue, negated: bool) -> Opti
     })
 }
 
-fn in_list(col: Col, list: Vec<ScalarValue>, negated: bool) -> Option<Pred> {
-    (!list.is_empty() && list.iter().all(|v| literal_fits(&col.ty, v))).then_some(Pred::In {
-        col,
-        list,
-        negated,
-    })
+/// A list predicate, its values sorted and each named once: a join's run-time key list
+/// holds a value per build row (q2's date_dim select listed each week 7 times).
+fn in_list(col: Col, mut list: Vec<ScalarValue>, negated: bool) -> Option<Pred> {
+    if list.is_empty() || !list.iter().all(|v| literal_fits(&col.ty, v)) {
+        return None;
+    }
+    list.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    list.dedup();
+    Some(Pred::In { col, list, negated })
 }
 
 fn like(col: Col, pattern: ScalarValue, escape: Option<char>, negated: bool) -> Option<Pred> {
@@ -480,11 +483,18 @@ pub fn field(index: usize) -> String {
     format!("s._{}", index + 1)
 }
 
+/// Values in one IN list at most; a longer list is asked as several, joined by OR (by AND
+/// under NOT). Ceph RGW 18.2 aborts — the whole radosgw process, every client's requests
+/// with it — on a list of 256 values or more (`scripts/rgw-crash.sh`).
+const MAX_LIST_ITEMS: usize = 255;
+
 /// How the store's SQL names a table column.
 #[derive(Debug, Clone, Copy)]
 pub enum Naming<'a> {
-    /// dsdgen text: `s._N`, every value a string to be cast (Trino's form).
-    Positional,
+    /// dsdgen text: `s._N`, every value a string to be cast (Trino's form). An empty field
+    /// is the empty string, or NULL for a store that reads it so (Ceph RGW; see
+    /// [`crate::probe`]), which changes how IS NULL is asked.
+    Positional { empty_is_null: bool },
     /// Parquet: `s."name"`, values already typed and NULL where DataFusion sees NULL.
     Named(&'a Schema),
 }
@@ -493,7 +503,7 @@ impl Naming<'_> {
     /// The column as the SELECT list and conditions name it.
     pub fn column(self, index: usize) -> Option<String> {
         match self {
-            Naming::Positional => Some(field(index)),
+            Naming::Positional { .. } => Some(field(index)),
             Naming::Named(schema) => {
                 let name = schema.fields().get(index)?.name();
                 (!name.contains('"')).then(|| format!("s.\"{name}\""))
@@ -596,7 +606,9 @@ impl Pred {
     /// The predicate as an S3 Select WHERE condition (parenthesised), or `None` if some
     /// part cannot be rendered.
     pub fn to_sql(&self) -> Option<String> {
-        self.to_sql_in(Naming::Positional)
+        self.to_sql_in(Naming::Positional {
+            empty_is_null: false,
+        })
     }
 
     /// The same for a store that names columns as `naming` says.
@@ -609,7 +621,7 @@ impl Pred {
     /// `positive` is false under an odd number of NOTs, where the unguarded string shortcut
     /// would turn an empty field's `false` into a `true` (DataFusion's NULL stays NULL).
     fn render(&self, out: &mut String, positive: bool, naming: Naming<'_>) -> Option<()> {
-        let positional = matches!(naming, Naming::Positional);
+        let positional = matches!(naming, Naming::Positional { .. });
         match self {
             Pred::Compare(col, cmp, value) => {
                 let lhs = if positional
@@ -647,9 +659,24 @@ impl Pred {
                 };
                 let items = list.iter().map(literal).collect::<Option<Vec<_>>>()?;
                 let not = if *negated { "NOT " } else { "" };
-                write!(out, "({lhs} {not}IN ({}))", items.join(", ")).ok()
+                let lists: Vec<String> = items
+                    .chunks(MAX_LIST_ITEMS)
+                    .map(|chunk| format!("{lhs} {not}IN ({})", chunk.join(", ")))
+                    .collect();
+                let join = if *negated { ") AND (" } else { ") OR (" };
+                match lists.as_slice() {
+                    [one] => write!(out, "({one})").ok(),
+                    many => write!(out, "(({}))", many.join(join)).ok(),
+                }
             }
-            Pred::IsNull(col, true) if positional => {
+            Pred::IsNull(col, true)
+                if matches!(
+                    naming,
+                    Naming::Positional {
+                        empty_is_null: false
+                    }
+                ) =>
+            {
                 write!(out, "({} = '')", field(col.index)).ok()
             }
             Pred::IsNull(col, false) if positional => {
@@ -850,6 +877,48 @@ mod tests {
             sql(col("name").like(lit("a%"))).unwrap(),
             "(case s._4 when '' then null else s._4 end LIKE 'a%')"
         );
+    }
+
+    #[test]
+    fn a_store_that_reads_empty_fields_as_null_is_asked_is_null() {
+        let ceph = |expr: Expr| {
+            from_logical(&expr, &schema())?.to_sql_in(Naming::Positional {
+                empty_is_null: true,
+            })
+        };
+        assert_eq!(ceph(col("name").is_null()).unwrap(), "(s._4 IS NULL)");
+        // `<> ''` keeps no empty field either way: '' <> '' is false, NULL <> '' is NULL.
+        assert_eq!(ceph(col("name").is_not_null()).unwrap(), "(s._4 <> '')");
+    }
+
+    #[test]
+    fn key_lists_name_each_value_once_and_in_lists_a_store_can_parse() {
+        let keys = |values: Vec<i32>| values.into_iter().map(lit).collect::<Vec<_>>();
+        assert_eq!(
+            sql(col("k").in_list(keys(vec![9, 5, 9, 5, 7]), false)).unwrap(),
+            "(case s._1 when '' then null else CAST(s._1 AS INT) end IN (5, 7, 9))"
+        );
+        let guard = "case s._1 when '' then null else CAST(s._1 AS INT) end";
+        let many = sql(col("k").in_list(keys((0..600).collect()), false)).unwrap();
+        let list = |range: std::ops::Range<i32>| {
+            let items: Vec<String> = range.map(|v| v.to_string()).collect();
+            format!("{guard} IN ({})", items.join(", "))
+        };
+        assert_eq!(
+            many,
+            format!(
+                "(({}) OR ({}) OR ({}))",
+                list(0..255),
+                list(255..510),
+                list(510..600)
+            )
+        );
+        let none = sql(col("k").in_list(keys((0..300).collect()), true)).unwrap();
+        assert!(
+            none.starts_with(&format!("(({guard} NOT IN (0, 1,")),
+            "{none}"
+        );
+        assert!(none.contains(") AND ("), "{none}");
     }
 
     #[test]

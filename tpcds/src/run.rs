@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::layout::Format;
 use crate::load::list_keys;
 use crate::net::Link;
+use crate::probe::{self, SelectBehaviour};
 use crate::queries;
 use crate::s3::{self, table_prefix, EndpointArgs};
 use crate::scan::{join_tree, with_key_statistics, Mode, S3Table, Store};
@@ -116,6 +117,10 @@ pub struct Summary {
     /// Statements whose join tree ([`crate::scan::join_tree`]) differs from the first
     /// mode's, as `qN in MODE mode`. Empty when the modes' times compare their scans alone.
     pub differently_planned: Vec<String>,
+    /// What the store's S3 Select does where stores differ ([`crate::probe`]): whether parts
+    /// were split into ScanRanges, and how empty fields were read. AWS's behaviour when only
+    /// fetch mode ran.
+    pub select_behaviour: SelectBehaviour,
 }
 
 /// Rows of one statement as text, and their order-independent checksum.
@@ -194,8 +199,19 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     if let Some(bytes) = options.split_bytes {
         store.split_size = bytes.max(1);
     }
-    let store = Arc::new(store);
     let tables = discover(&store, &endpoint.prefix, options.scale, options.format).await?;
+    if options.format == Format::Csv && options.modes.iter().any(|&m| m != Mode::Fetch) {
+        let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
+        store.behaviour = probe::check(&store, &parts).await?;
+        if !store.behaviour.scan_ranges {
+            eprintln!(
+                "note: {} does not answer a ScanRange with the records that start in it \
+                 (as AWS defines it); pushed-down scans select each part whole",
+                endpoint.endpoint
+            );
+        }
+    }
+    let store = Arc::new(store);
     std::fs::create_dir_all(&options.out)?;
 
     let mut results: Vec<QueryResult> = Vec::new();
@@ -350,6 +366,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         empty_statements,
         failed_statements,
         differently_planned,
+        select_behaviour: store.behaviour,
     };
     write_json(&options.out.join("results.json"), &results)?;
     write_json(&options.out.join("summary.json"), &summary)?;

@@ -63,10 +63,12 @@ use datafusion::physical_plan::{
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
+use regex::Regex;
 use tokio::sync::Semaphore;
 
 use crate::error::Error;
 use crate::layout::Format;
+use crate::probe::SelectBehaviour;
 use crate::pushdown::{self, Naming, Pred};
 use crate::schema::{key_domain, ColumnType, TableSchema};
 
@@ -128,6 +130,10 @@ pub struct Store {
     pub fetch_chunk: u64,
     /// Bytes per ScanRange in the pushdown modes.
     pub split_size: u64,
+    /// What the store's S3 Select does where stores differ ([`crate::probe`]): a part is
+    /// split into ScanRanges only if the store answers them as AWS does, and IS NULL and the
+    /// answers' NULLs follow its reading of empty fields.
+    pub behaviour: SelectBehaviour,
     scanned: AtomicU64,
 }
 
@@ -140,6 +146,7 @@ impl Store {
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
             fetch_chunk: 8 << 20,
             split_size: 32 << 20,
+            behaviour: SelectBehaviour::AWS,
             scanned: AtomicU64::new(0),
         }
     }
@@ -244,7 +251,9 @@ impl TableProvider for S3Table {
             .iter()
             .map(|expr| {
                 let exact = pushdown::from_logical(expr, &self.schema)
-                    .and_then(|p| p.to_sql_in(naming(self.format, &self.schema)))
+                    .and_then(|p| {
+                        p.to_sql_in(naming(self.format, &self.schema, self.store.behaviour))
+                    })
                     .is_some();
                 if exact {
                     TableProviderFilterPushDown::Exact
@@ -324,8 +333,12 @@ impl TableProvider for S3Table {
 enum Request {
     /// A ranged GET of `key`, `start..end`.
     Get { key: String, start: u64, end: u64 },
-    /// An S3 Select of the records that start in `start..end` of `key`.
-    Select { key: String, start: u64, end: u64 },
+    /// An S3 Select of the records of `key` that start in `range`, or of the whole object
+    /// (no ScanRange sent) when `range` is `None`.
+    Select {
+        key: String,
+        range: Option<(u64, u64)>,
+    },
 }
 
 impl S3Table {
@@ -366,7 +379,10 @@ impl S3Table {
             // A Parquet file is read from its footer: fetched whole.
             (Mode::Fetch, Format::Parquet) => u64::MAX,
             (Mode::Fetch, Format::Csv) => self.store.fetch_chunk,
-            (Mode::Pushdown | Mode::Dynamic, _) => self.store.split_size,
+            (Mode::Pushdown | Mode::Dynamic, _) if self.store.behaviour.scan_ranges => {
+                self.store.split_size
+            }
+            (Mode::Pushdown | Mode::Dynamic, _) => u64::MAX,
         }
         .max(1);
         let mut units: Vec<Vec<Request>> = Vec::new();
@@ -383,8 +399,7 @@ impl S3Table {
                     },
                     _ => Request::Select {
                         key: key.clone(),
-                        start,
-                        end,
+                        range: (end - start < *size).then_some((start, end)),
                     },
                 });
                 start = end;
@@ -448,9 +463,11 @@ pub fn join_tree(plan: &Arc<dyn ExecutionPlan>) -> String {
 }
 
 /// How the store's SQL names the columns of a table stored in `format`.
-fn naming(format: Format, schema: &Schema) -> Naming<'_> {
+fn naming(format: Format, schema: &Schema, behaviour: SelectBehaviour) -> Naming<'_> {
     match format {
-        Format::Csv => Naming::Positional,
+        Format::Csv => Naming::Positional {
+            empty_is_null: behaviour.empty_is_null,
+        },
         Format::Parquet => Naming::Named(schema),
     }
 }
@@ -499,7 +516,7 @@ impl ScanExec {
         if self.projection.is_empty() {
             "' '".to_string()
         } else {
-            let naming = naming(self.format, &self.schema);
+            let naming = naming(self.format, &self.schema, self.store.behaviour);
             self.projection
                 .iter()
                 .map(|&i| naming.column(i).unwrap_or_else(|| pushdown::field(i)))
@@ -515,6 +532,7 @@ impl ScanExec {
         projection: Vec<usize>,
         schema: SchemaRef,
         format: Format,
+        behaviour: SelectBehaviour,
     ) -> Option<String> {
         let mut preds: Vec<Pred> = static_filter.into_iter().collect();
         for expr in dynamic {
@@ -532,7 +550,7 @@ impl ScanExec {
         if preds.is_empty() {
             None
         } else {
-            Pred::conjunction(preds).to_sql_in(naming(format, &schema))
+            Pred::conjunction(preds).to_sql_in(naming(format, &schema, behaviour))
         }
     }
 }
@@ -546,7 +564,7 @@ impl DisplayAs for ScanExec {
             self.mode,
             self.select_list()
         )?;
-        let naming = naming(self.format, &self.schema);
+        let naming = naming(self.format, &self.schema, self.store.behaviour);
         if let Some(sql) = self
             .static_filter
             .as_ref()
@@ -722,12 +740,19 @@ impl ExecutionPlan for ScanExec {
                 } else {
                     (0..self.projection.len()).collect()
                 };
-                ReaderBuilder::new(schema)
+                let builder = ReaderBuilder::new(schema)
                     .with_delimiter(b'|')
                     .with_header(false)
                     .with_batch_size(BATCH_ROWS)
-                    .with_projection(projection)
-                    .build_decoder()
+                    .with_projection(projection);
+                if store.behaviour.empty_is_null {
+                    // The store writes NULL as `null` (and an empty field is NULL to it).
+                    let null = Regex::new("^(null)?$")
+                        .map_err(|e| DataFusionError::Internal(format!("the NULL pattern: {e}")))?;
+                    builder.with_null_regex(null).build_decoder()
+                } else {
+                    builder.build_decoder()
+                }
             }
         };
         let select_list = self.select_list();
@@ -737,6 +762,7 @@ impl ExecutionPlan for ScanExec {
             self.projection.clone(),
             Arc::clone(&self.schema),
             self.format,
+            self.store.behaviour,
         );
         let format = self.format;
         let sent_where = Arc::clone(&self.sent_where);
@@ -860,7 +886,7 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn send(store: &Store, request: Request, sql: &str, format: Format) -> Result<Bytes, Error> {
     match request {
         Request::Get { key, start, end } => get(store, &key, start, end).await,
-        Request::Select { key, start, end } => select(store, &key, start, end, sql, format).await,
+        Request::Select { key, range } => select(store, &key, range, sql, format).await,
     }
 }
 
@@ -930,20 +956,30 @@ pub(crate) async fn get(store: &Store, key: &str, start: u64, end: u64) -> Resul
     Ok(body)
 }
 
-async fn select(
+/// The records of `key` (those that start in `range`, or all) that `sql` selects, as the CSV
+/// text the store sent. Only a stream that ended with the End event is a result: one cut
+/// short, by the server or the connection, is an error naming the object and the range.
+pub(crate) async fn select(
     store: &Store,
     key: &str,
-    start: u64,
-    end: u64,
+    range: Option<(u64, u64)>,
     sql: &str,
     format: Format,
 ) -> Result<Bytes, Error> {
+    let target = match range {
+        Some((start, end)) => format!("{key} (ScanRange {start}-{})", end - 1),
+        None => key.to_string(),
+    };
+    // Options equal to AWS's defaults (a newline between records, in and out) are left out,
+    // not spelt: the SDK writes a newline in XML as `&#xA;`, and Ceph RGW 18.2 reads its
+    // serialization options as the raw text between the tags, decoding only `&#10;`. It took
+    // the `&` of `&#xA;` for the record delimiter and answered every select with no rows.
+    // Left out, the option means the same to every store.
     let input = match format {
         Format::Csv => InputSerialization::builder().csv(
             CsvInput::builder()
                 .file_header_info(FileHeaderInfo::None)
                 .field_delimiter("|")
-                .record_delimiter("\n")
                 // As Trino: a comment marker that never occurs in data.
                 .comments("\u{FDD0}")
                 .build(),
@@ -953,13 +989,18 @@ async fn select(
     .compression_type(CompressionType::None)
     .build();
     let output = OutputSerialization::builder()
-        .csv(
-            CsvOutput::builder()
-                .field_delimiter("|")
-                .record_delimiter("\n")
-                .build(),
-        )
+        .csv(CsvOutput::builder().field_delimiter("|").build())
         .build();
+    // AWS's End is inclusive: a record that starts at byte `end` belongs to the next split,
+    // so this one ends a byte before it. (Trino 405 sent `end` itself, and a record starting
+    // exactly on a boundary was read by both splits: at SF 10 one catalog_sales row was, and
+    // q77 summed it twice.)
+    let scan_range = range.map(|(start, end)| {
+        ScanRange::builder()
+            .start(start as i64)
+            .end(end as i64 - 1)
+            .build()
+    });
     let mut response = store
         .client
         .select_object_content()
@@ -969,26 +1010,17 @@ async fn select(
         .expression_type(ExpressionType::Sql)
         .input_serialization(input)
         .output_serialization(output)
-        .scan_range(
-            // AWS's End is inclusive: a record that starts at byte `end` belongs to the next
-            // split, so this one ends a byte before it. (Trino 405 sent `end` itself, and a
-            // record starting exactly on a boundary was read by both splits: at SF 10 one
-            // catalog_sales row was, and q77 summed it twice.)
-            ScanRange::builder()
-                .start(start as i64)
-                .end(end as i64 - 1)
-                .build(),
-        )
+        .set_scan_range(scan_range)
         .send()
         .await
-        .map_err(|e| Error::s3("SelectObjectContent", key, e))?;
+        .map_err(|e| Error::s3("SelectObjectContent", &target, e))?;
     let mut records = BytesMut::new();
     let mut ended = false;
     while let Some(event) = response
         .payload
         .recv()
         .await
-        .map_err(|e| Error::s3("SelectObjectContent", key, e))?
+        .map_err(|e| Error::s3("SelectObjectContent", &target, e))?
     {
         match event {
             SelectObjectContentEventStream::Records(r) => {
@@ -1008,9 +1040,12 @@ async fn select(
     }
     if !ended {
         // Without the End event the result may be cut short; never use it as if complete.
-        return Err(Error::Invalid(format!(
-            "SelectObjectContent {key}: the stream ended without an End event"
-        )));
+        return Err(Error::S3 {
+            operation: "SelectObjectContent",
+            target,
+            message: "the event stream ended without an End event: the result may be cut short"
+                .into(),
+        });
     }
     Ok(records.freeze())
 }
@@ -1082,6 +1117,112 @@ mod tests {
             .region(aws_config::Region::new("us-east-1"))
             .build();
         Arc::new(Store::new(Client::from_conf(config), "b".into(), 4))
+    }
+
+    /// A store whose endpoint is a TCP server that answers every request with `response`
+    /// and closes the connection: a select answered in part.
+    async fn store_answering(response: Vec<u8>) -> Store {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let response = response.clone();
+                tokio::spawn(async move {
+                    // The request: headers, then as many body bytes as they announce.
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        let Ok(n) = socket.read(&mut buf).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buf[..n]);
+                        let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+                        if let Some(end) = text.find("\r\n\r\n") {
+                            let length = text
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length:"))
+                                .and_then(|v| v.trim().parse::<usize>().ok())
+                                .unwrap_or(0);
+                            if request.len() >= end + 4 + length {
+                                break;
+                            }
+                        }
+                    }
+                    let _ = socket.write_all(&response).await;
+                    let _ = socket.shutdown().await;
+                });
+            }
+        });
+        let args = crate::s3::EndpointArgs {
+            endpoint: format!("http://{addr}"),
+            bucket: "b".into(),
+            prefix: String::new(),
+            access_key: Some("a".into()),
+            secret_key: Some("s".into()),
+            region: Some("us-east-1".into()),
+            virtual_hosted: false,
+        };
+        let client = crate::s3::client(&args, crate::net::Link::unlimited()).await;
+        Store::new(client, "b".into(), 1)
+    }
+
+    /// One event-stream message of `event_type` with `payload`.
+    fn event(event_type: &str, payload: &[u8]) -> Vec<u8> {
+        use aws_smithy_eventstream::frame::write_message_to;
+        use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
+        let message = Message::new(Bytes::copy_from_slice(payload))
+            .add_header(Header::new(
+                ":event-type",
+                HeaderValue::String(event_type.to_string().into()),
+            ))
+            .add_header(Header::new(
+                ":message-type",
+                HeaderValue::String("event".to_string().into()),
+            ))
+            .add_header(Header::new(
+                ":content-type",
+                HeaderValue::String("application/octet-stream".to_string().into()),
+            ));
+        let mut out = Vec::new();
+        write_message_to(&message, &mut out).expect("encode");
+        out
+    }
+
+    /// A select answered with rows but no End event, or cut off mid-body, is an error that
+    /// names the object and the range — never rows.
+    #[tokio::test]
+    async fn a_select_stream_cut_short_is_an_error_naming_object_and_range() {
+        let records = event("Records", b"1|a\n2|b\n");
+        let head = |length: usize| {
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n").into_bytes()
+        };
+        // A complete body without End.
+        let no_end = [head(records.len()), records.clone()].concat();
+        // A body that stops half-way through what its Content-Length announced.
+        let cut = [head(records.len() * 2), records].concat();
+        for (response, what) in [(no_end, "End event"), (cut, "")] {
+            let store = store_answering(response).await;
+            let error = select(
+                &store,
+                "t/part-1.dat",
+                Some((0, 100)),
+                "SELECT s._1",
+                Format::Csv,
+            )
+            .await
+            .expect_err("a result cut short is an error")
+            .to_string();
+            assert!(
+                error.contains("t/part-1.dat (ScanRange 0-99)") && error.contains(what),
+                "{error}"
+            );
+        }
     }
 
     /// `inventory` (four columns) as one 100 MiB part in `mode`, for planning.

@@ -134,9 +134,10 @@ fn client(endpoint: &str, access: &str, secret: &str) -> Client {
 }
 
 fn input() -> InputSerialization {
-    // dsdgen's format as Trino sends it (see sift_tpcds::dsdgen_input), but with the record
-    // delimiter left at its default "\n": the Rust SDK writes a newline into the XML as is,
-    // and Ceph RGW 18.2 trims it away, reading the whole object as one record.
+    // dsdgen's format as Trino sends it (see sift_tpcds::dsdgen_input), with the record
+    // delimiter left at its default "\n": the Rust SDK writes a newline into the XML as
+    // `&#xA;`, and Ceph RGW 18.2, which reads the raw text between the tags and decodes only
+    // `&#10;`, would take `&` for the delimiter (as the TPC-DS client's select does).
     InputSerialization::builder()
         .csv(
             CsvInput::builder()
