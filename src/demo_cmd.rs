@@ -128,6 +128,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         prefix: "tpcds".into(),
         access_key: Some(access),
         secret_key: Some(secret),
+        session_token: None,
         region: Some("us-east-1".into()),
         virtual_hosted: false,
     };

@@ -130,10 +130,11 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         .map(|s| s.as_str().unwrap().split(':').next().unwrap())
         .collect();
     assert_eq!(failed, ["q90"], "{summary}");
-    // Sift answers ScanRanges and empty fields as AWS does, so parts are split.
+    // Sift answers ScanRanges and empty fields as AWS does (so parts are split), and takes
+    // long expressions.
     assert_eq!(
         summary["select_behaviour"],
-        serde_json::json!({"scan_ranges": true, "empty_is_null": false}),
+        serde_json::json!({"scan_ranges": true, "empty_is_null": false, "max_expression_bytes": null}),
         "{summary}"
     );
     // Every mode takes the same filters into its scans, so the plans differ only there.
@@ -272,6 +273,66 @@ fn running_without_data_names_the_missing_table_and_the_fix() {
         stderr.contains("no data for table call_center") && stderr.contains("sift tpcds load"),
         "{stderr}"
     );
+}
+
+/// The AWS chain's variables fill `--access-key`, `--secret-key` and `--region`: a run on an
+/// empty bucket gets as far as listing it with the keys of `AWS_ACCESS_KEY_ID` and
+/// `AWS_SECRET_ACCESS_KEY`, and is refused with other ones. `--help` names the variables and
+/// shows no secret.
+#[test]
+fn keys_and_region_can_come_from_the_aws_variables() {
+    let gateway = Gateway::start(&[]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(gateway.client().create_bucket().bucket("envkeys").send())
+        .unwrap();
+    let out = temp_dir("sift-tpcds-env");
+    let run = |access: &str, secret: &str| {
+        Command::new(env!("CARGO_BIN_EXE_sift"))
+            .args([
+                "tpcds",
+                "run",
+                "--sf",
+                SF,
+                "--queries",
+                "1",
+                "--bucket",
+                "envkeys",
+            ])
+            .args(["--endpoint", &gateway.endpoint()])
+            .arg("--out")
+            .arg(&out)
+            .env("AWS_ACCESS_KEY_ID", access)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_REGION", "us-east-1")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .output()
+            .expect("sift runs")
+    };
+    let with_keys = String::from_utf8_lossy(&run(ACCESS, SECRET).stderr).into_owned();
+    assert!(
+        with_keys.contains("no data for table call_center"),
+        "{with_keys}"
+    );
+    let other_keys = String::from_utf8_lossy(&run(ACCESS, "wrong").stderr).into_owned();
+    assert!(other_keys.contains("SignatureDoesNotMatch"), "{other_keys}");
+
+    let help = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(["tpcds", "run", "--help"])
+        .env("AWS_SECRET_ACCESS_KEY", "do-not-print-me")
+        .output()
+        .expect("sift runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    for var in [
+        "[env: AWS_ACCESS_KEY_ID]",
+        "[env: AWS_SECRET_ACCESS_KEY]",
+        "[env: AWS_SESSION_TOKEN]",
+        "[env: AWS_REGION",
+    ] {
+        assert!(help.contains(var), "{var}: {help}");
+    }
+    assert!(!help.contains("do-not-print-me"), "{help}");
+    std::fs::remove_dir_all(&out).ok();
 }
 
 #[test]
@@ -466,6 +527,7 @@ async fn a_finished_query_leaves_no_requests_reading() {
         prefix: String::new(),
         access_key: Some(ACCESS.into()),
         secret_key: Some(SECRET.into()),
+        session_token: None,
         region: Some("us-east-1".into()),
         virtual_hosted: false,
     };

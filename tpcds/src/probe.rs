@@ -15,6 +15,11 @@
 //!   empty field. Ceph RGW reads an empty field as NULL (so `s._N = ''` matches nothing) and
 //!   writes NULL as `null`. The check selects the empty field after a dsdgen line's trailing
 //!   `|` and looks at what comes back.
+//! * **Request size.** AWS takes expressions up to 256 KiB. Ceph RGW 18.2 reads at most 4,096
+//!   bytes of a select's request body and parses a longer one as an empty query (a syntax
+//!   error); a run-time key list of county names made q31's select too long. The check sends
+//!   an expression of 64 KiB and, if it is refused, finds the longest one taken; scans then
+//!   leave out run-time filters (which only prune) until their expression fits.
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -32,6 +37,9 @@ pub struct SelectBehaviour {
     /// Reads an empty field as NULL and writes NULL as `null` (Ceph RGW), rather than reading
     /// the empty string and writing NULL as an empty field (AWS).
     pub empty_is_null: bool,
+    /// The longest expression the store takes, counted as the request's XML carries it
+    /// ([`xml_len`]), when it refuses some under 64 KiB (Ceph RGW); `None` otherwise.
+    pub max_expression_bytes: Option<usize>,
 }
 
 impl SelectBehaviour {
@@ -39,8 +47,34 @@ impl SelectBehaviour {
     pub const AWS: SelectBehaviour = SelectBehaviour {
         scan_ranges: true,
         empty_is_null: false,
+        max_expression_bytes: None,
     };
+
+    /// Whether the store takes `sql` as one select's expression.
+    pub fn takes(&self, sql: &str) -> bool {
+        self.max_expression_bytes
+            .is_none_or(|max| xml_len(sql) <= max)
+    }
 }
+
+/// The length of `text` in a request's XML, as the AWS SDK escapes it (`'` is `&apos;`, a
+/// newline `&#xA;`, …).
+pub fn xml_len(text: &str) -> usize {
+    text.chars()
+        .map(|c| match c {
+            '&' => 5,
+            '\'' | '"' => 6,
+            '<' | '>' => 4,
+            '\r' | '\n' => 5,
+            '\u{85}' => 6,
+            '\u{2028}' => 8,
+            other => other.len_utf8(),
+        })
+        .sum()
+}
+
+/// Expressions of this length are taken by every store that has no limit worth knowing.
+const LONG_EXPRESSION: usize = 64 << 10;
 
 /// Checks the store's behaviour on the smallest of `parts` (dsdgen CSV objects, key and
 /// size) that has enough records to tell.
@@ -53,9 +87,11 @@ pub async fn check(store: &Store, parts: &[&(String, u64)]) -> Result<SelectBeha
             continue;
         };
         let empty_is_null = reads_empty_as_null(store, key, &body).await?;
+        let max_expression_bytes = expression_limit(store, key).await?;
         return Ok(SelectBehaviour {
             scan_ranges,
             empty_is_null,
+            max_expression_bytes,
         });
     }
     Err(Error::Invalid(
@@ -101,6 +137,42 @@ async fn reads_empty_as_null(store: &Store, key: &str, body: &[u8]) -> Result<bo
     }
 }
 
+/// `None` if the store takes a [`LONG_EXPRESSION`]; otherwise the longest expression it
+/// takes, to within 64 bytes and less a 128-byte margin (the scans' requests may carry a
+/// ScanRange, which the probe's do not).
+async fn expression_limit(store: &Store, key: &str) -> Result<Option<usize>> {
+    let takes = |len: usize| async move {
+        let sql = padded_select(len);
+        select(store, key, None, &sql, Format::Csv).await.is_ok()
+    };
+    if takes(LONG_EXPRESSION).await {
+        return Ok(None);
+    }
+    let (mut good, mut bad) = (xml_len(&padded_select(0)), LONG_EXPRESSION);
+    if !takes(good).await {
+        return Err(Error::Invalid(format!(
+            "SelectObjectContent {key}: the store refuses even a {good}-byte expression"
+        )));
+    }
+    while bad - good > 64 {
+        let mid = (good + bad) / 2;
+        if takes(mid).await {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok(Some(good.saturating_sub(128)))
+}
+
+/// A select of every record's first field, padded with a string literal to `len` bytes as
+/// the XML carries it (at least its unpadded length).
+fn padded_select(len: usize) -> String {
+    let head = "SELECT s._1 FROM S3Object s WHERE s._1 <> '";
+    let bare = xml_len(head) + xml_len("'");
+    format!("{head}{}'", "x".repeat(len.saturating_sub(bare)))
+}
+
 /// Two boundaries inside `body`: the first byte of its second record, and a byte strictly
 /// inside a record from the second on, so that both kinds of boundary are tested. `None`
 /// when the body has fewer than three records or none of them is long enough to cut.
@@ -144,6 +216,21 @@ mod tests {
         assert_eq!(body[on as usize - 1], b'\n');
         assert!(inside > 5 && inside < 12, "{inside}");
         assert_ne!(body[inside as usize - 1], b'\n');
+    }
+
+    #[test]
+    fn lengths_are_counted_as_the_xml_carries_them() {
+        assert_eq!(xml_len("a'b"), 8);
+        assert_eq!(xml_len("<&>\n"), 18);
+        assert_eq!(xml_len(&padded_select(5000)), 5000);
+        let limited = SelectBehaviour {
+            max_expression_bytes: Some(10),
+            ..SelectBehaviour::AWS
+        };
+        assert!(limited.takes("s._1 = 7"));
+        // Two quotes and a letter: 13 bytes as `&apos;x&apos;`.
+        assert!(!limited.takes("'x'"));
+        assert!(SelectBehaviour::AWS.takes(&"x".repeat(1 << 20)));
     }
 
     #[test]

@@ -106,6 +106,7 @@ pub fn report(dir: &Path) -> Result<Written> {
                 speedups.iter().map(|s| s.1).collect(),
             )],
             reference_line: Some(1.0),
+            log_scale: false,
         };
         written
             .files
@@ -114,7 +115,7 @@ pub fn report(dir: &Path) -> Result<Written> {
     let queries: Vec<String> = by_query.iter().map(|(q, _)| q.clone()).collect();
     let per_query = Bars {
         title: format!("Bytes received per query ({link})"),
-        y_label: "MB received".into(),
+        y_label: "MB received (log scale)".into(),
         labels: queries.clone(),
         series: modes
             .iter()
@@ -127,6 +128,7 @@ pub fn report(dir: &Path) -> Result<Written> {
             })
             .collect(),
         reference_line: None,
+        log_scale: true,
     };
     written
         .files
@@ -149,6 +151,7 @@ pub fn report(dir: &Path) -> Result<Written> {
                 .collect(),
         )],
         reference_line: None,
+        log_scale: false,
     };
     written
         .files
@@ -168,6 +171,7 @@ pub fn report(dir: &Path) -> Result<Written> {
             labels: modes.iter().map(|m| m.to_string()).collect(),
             series: vec![("gateway CPU".into(), COLORS[2], cpu)],
             reference_line: None,
+            log_scale: false,
         };
         written
             .files
@@ -344,6 +348,9 @@ struct Bars {
     labels: Vec<String>,
     series: Vec<(String, RGBColor, Vec<f64>)>,
     reference_line: Option<f64>,
+    /// Draw the values on a logarithmic axis (bars of several orders of magnitude: one
+    /// query's gigabytes would otherwise flatten every other bar).
+    log_scale: bool,
 }
 
 static FONT: Once = Once::new();
@@ -391,7 +398,33 @@ impl Bars {
             .flat_map(|(_, _, v)| v.iter().copied())
             .chain(self.reference_line)
             .fold(0.0f64, f64::max);
-        let top = if max > 0.0 { max * 1.1 } else { 1.0 };
+        // On a log scale the axis holds log10 of the values, from a floor a thousandth of
+        // the smallest positive value (so the smallest bar still shows), and its labels
+        // name the values themselves.
+        let floor = self
+            .series
+            .iter()
+            .flat_map(|(_, _, v)| v.iter().copied())
+            .filter(|v| *v > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let floor = if floor.is_finite() {
+            floor / 1000.0
+        } else {
+            1e-3
+        };
+        let axis = |v: f64| {
+            if self.log_scale {
+                v.max(floor).log10()
+            } else {
+                v
+            }
+        };
+        let bottom = if self.log_scale { axis(floor) } else { 0.0 };
+        let top = if max > 0.0 {
+            bottom + (axis(max) - bottom) * 1.1
+        } else {
+            bottom + 1.0
+        };
         let n = self.labels.len().max(1);
         let groups = self.series.len().max(1);
         let mut chart = ChartBuilder::on(&root)
@@ -399,23 +432,36 @@ impl Bars {
             .margin(12)
             .x_label_area_size(60)
             .y_label_area_size(70)
-            .build_cartesian_2d(0f64..n as f64, 0f64..top)
+            .build_cartesian_2d(0f64..n as f64, bottom..top)
             .map_err(err)?;
         // Query labels are drawn by hand under each bar group: plotters' own x labels sit at
         // evenly spaced tick values that drift off the bar centres when n is not a round
         // number, and then name the wrong bar or none.
+        let value_label = |y: &f64| {
+            if self.log_scale {
+                let v = 10f64.powf(*y);
+                if v >= 1.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1e}")
+                }
+            } else {
+                format!("{y}")
+            }
+        };
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(0)
             .y_desc(&self.y_label)
+            .y_label_formatter(&value_label)
             .draw()
             .map_err(err)?;
         let label_font = ("sans-serif", 10)
             .into_font()
             .transform(FontTransform::Rotate90);
         for (i, label) in self.labels.iter().enumerate() {
-            let (x, y) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            let (x, y) = chart.backend_coord(&(i as f64 + 0.5, bottom));
             root.draw(&Text::new(
                 label.clone(),
                 (x + 5, y + 6),
@@ -429,7 +475,7 @@ impl Bars {
             chart
                 .draw_series(values.iter().enumerate().map(|(i, v)| {
                     let x0 = i as f64 + 0.1 + g as f64 * width;
-                    Rectangle::new([(x0, 0.0), (x0 + width, *v)], color.filled())
+                    Rectangle::new([(x0, bottom), (x0 + width, axis(*v))], color.filled())
                 }))
                 .map_err(err)?
                 .label(name.as_str())
@@ -440,7 +486,7 @@ impl Bars {
         if let Some(line) = self.reference_line {
             chart
                 .draw_series(LineSeries::new(
-                    [(0.0, line), (n as f64, line)],
+                    [(0.0, axis(line)), (n as f64, axis(line))],
                     BLACK.stroke_width(1),
                 ))
                 .map_err(err)?

@@ -5,7 +5,9 @@
 //! usually reached by IP address or a single host name without wildcard DNS.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_s3::config::Credentials;
 use aws_sdk_s3::Client;
@@ -25,14 +27,33 @@ pub struct EndpointArgs {
     /// Key prefix under the bucket; objects are `PREFIX/sf<SF>/<table>/part-NNNNN.dat`.
     #[arg(long, default_value = "tpcds")]
     pub prefix: String,
-    /// Access key (default: the AWS credential chain, e.g. AWS_ACCESS_KEY_ID).
-    #[arg(long, requires = "secret_key")]
+    /// Access key (with --secret-key); without either, the rest of the AWS credential
+    /// chain (profiles, instance roles) is asked.
+    #[arg(
+        long,
+        env = "AWS_ACCESS_KEY_ID",
+        hide_env_values = true,
+        requires = "secret_key"
+    )]
     pub access_key: Option<String>,
-    /// Secret key (default: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY).
-    #[arg(long, requires = "access_key")]
+    /// Secret key (with --access-key).
+    #[arg(
+        long,
+        env = "AWS_SECRET_ACCESS_KEY",
+        hide_env_values = true,
+        requires = "access_key"
+    )]
     pub secret_key: Option<String>,
-    /// Region (default: AWS_REGION or the profile's; us-east-1 if none is set).
-    #[arg(long)]
+    /// Session token of temporary keys (with --access-key and --secret-key).
+    #[arg(
+        long,
+        env = "AWS_SESSION_TOKEN",
+        hide_env_values = true,
+        requires = "access_key"
+    )]
+    pub session_token: Option<String>,
+    /// Region (default: the profile's; us-east-1 if none is set).
+    #[arg(long, env = "AWS_REGION")]
     pub region: Option<String>,
     /// Use virtual-hosted addressing (bucket in the host name) instead of path-style.
     #[arg(long)]
@@ -51,14 +72,22 @@ pub async fn client(args: &EndpointArgs, link: Arc<Link>) -> Client {
         loader = loader.credentials_provider(Credentials::new(
             access.clone(),
             secret.clone(),
-            None,
+            args.session_token.clone(),
             None,
             "sift-command-line",
         ));
     }
     let shared = loader.load().await;
-    let mut config =
-        aws_sdk_s3::config::Builder::from(&shared).force_path_style(!args.virtual_hosted);
+    // A store busy with selects answers 503 SlowDown (Sift's gateway beyond twice its select
+    // threads): the S3 contract is to back off and retry, and the SDK's default of three
+    // attempts ran out within a second or two while a query with fifteen scans (q9) kept
+    // the store full.
+    let retry = RetryConfig::standard()
+        .with_max_attempts(10)
+        .with_max_backoff(Duration::from_secs(10));
+    let mut config = aws_sdk_s3::config::Builder::from(&shared)
+        .force_path_style(!args.virtual_hosted)
+        .retry_config(retry);
     if shared.region().is_none() {
         config = config.region(Region::new("us-east-1"));
     }

@@ -525,7 +525,11 @@ impl ScanExec {
         }
     }
 
-    /// The WHERE condition once the dynamic filters are final.
+    /// The WHERE condition once the dynamic filters are final: the static filter and as many
+    /// of the dynamic ones, in their order, as keep the expression (`SELECT {select_list}
+    /// … WHERE …`) within what the store takes ([`SelectBehaviour::takes`]). A dynamic
+    /// filter only prunes (its join still checks every row), so one left out costs bytes,
+    /// not rows; the static filter is always sent.
     async fn where_clause(
         static_filter: Option<Pred>,
         dynamic: Vec<Arc<dyn PhysicalExpr>>,
@@ -533,8 +537,9 @@ impl ScanExec {
         schema: SchemaRef,
         format: Format,
         behaviour: SelectBehaviour,
+        select_list: String,
     ) -> Option<String> {
-        let mut preds: Vec<Pred> = static_filter.into_iter().collect();
+        let mut dynamic_preds = Vec::new();
         for expr in dynamic {
             if let Some(dynamic) = expr.downcast_ref::<DynamicFilterPhysicalExpr>() {
                 // The join completes its filter when its build side is done, which is before
@@ -544,13 +549,24 @@ impl ScanExec {
                     tokio::time::timeout(Duration::from_secs(120), dynamic.wait_complete()).await;
             }
             if let Some(pred) = pushdown::from_physical(&expr, &projection, &schema) {
-                preds.push(pred);
+                dynamic_preds.push(pred);
             }
         }
-        if preds.is_empty() {
-            None
-        } else {
-            Pred::conjunction(preds).to_sql_in(naming(format, &schema, behaviour))
+        let naming = naming(format, &schema, behaviour);
+        loop {
+            let preds: Vec<Pred> = static_filter
+                .iter()
+                .cloned()
+                .chain(dynamic_preds.iter().cloned())
+                .collect();
+            if preds.is_empty() {
+                return None;
+            }
+            let clause = Pred::conjunction(preds).to_sql_in(naming)?;
+            let sql = format!("SELECT {select_list} FROM S3Object s WHERE {clause}");
+            if behaviour.takes(&sql) || dynamic_preds.pop().is_none() {
+                return Some(clause);
+            }
         }
     }
 }
@@ -763,6 +779,7 @@ impl ExecutionPlan for ScanExec {
             Arc::clone(&self.schema),
             self.format,
             self.store.behaviour,
+            select_list.clone(),
         );
         let format = self.format;
         let sent_where = Arc::clone(&self.sent_where);
@@ -1165,6 +1182,7 @@ mod tests {
             prefix: String::new(),
             access_key: Some("a".into()),
             secret_key: Some("s".into()),
+            session_token: None,
             region: Some("us-east-1".into()),
             virtual_hosted: false,
         };
