@@ -3,39 +3,30 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use sift_engine::Dialect;
-use sift_gateway::config::{collect_users, Backend, GatewayConfig};
+use sift_gateway::config::{GatewayConfig, GatewayFlags};
 use sift_gateway::server;
-use sift_gateway::upstream::UpstreamConfig;
 
 #[derive(Args, Debug)]
 pub struct GatewayArgs {
     /// Address to listen on; port 0 picks a free port (the chosen one is printed).
     #[arg(long, default_value = "127.0.0.1:9000")]
     listen: SocketAddr,
-    /// Directory holding buckets and objects (created if missing): the embedded store.
-    #[arg(
-        long,
-        required_unless_present = "upstream",
-        conflicts_with = "upstream"
-    )]
+    /// Directory holding buckets and objects (created if missing): the embedded store. Give
+    /// it or --upstream.
+    #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// Forward every S3 call but SelectObjectContent to this S3 store (`http://host:port`)
-    /// instead of serving from --data-dir.
-    #[arg(
-        long,
-        requires = "upstream_access_key",
-        requires = "upstream_secret_key"
-    )]
+    /// Serve in front of this S3 store (`http://host:port`, e.g. Ceph RGW or MinIO): every
+    /// call but SelectObjectContent is forwarded; selects run in Sift. Give it or --data-dir.
+    #[arg(long)]
     upstream: Option<String>,
-    /// Access key Sift signs upstream requests with; or set SIFT_UPSTREAM_ACCESS_KEY.
-    #[arg(long)]
+    /// Access key Sift signs upstream requests with.
+    #[arg(long, env = "SIFT_UPSTREAM_ACCESS_KEY", hide_env_values = true)]
     upstream_access_key: Option<String>,
-    /// Secret key Sift signs upstream requests with; or set SIFT_UPSTREAM_SECRET_KEY.
-    #[arg(long)]
+    /// Secret key Sift signs upstream requests with.
+    #[arg(long, env = "SIFT_UPSTREAM_SECRET_KEY", hide_env_values = true)]
     upstream_secret_key: Option<String>,
     /// Region of the upstream store's signatures.
     #[arg(long, default_value = "us-east-1")]
@@ -47,15 +38,16 @@ pub struct GatewayArgs {
     /// Base domain for virtual-host style requests (`bucket.DOMAIN`).
     #[arg(long)]
     domain: Option<String>,
-    /// Access key of the single user (with --secret-key); or set SIFT_ACCESS_KEY.
-    #[arg(long)]
+    /// Access key of a user (with --secret-key).
+    #[arg(long, env = "SIFT_ACCESS_KEY", hide_env_values = true)]
     access_key: Option<String>,
-    /// Secret key of the single user (with --access-key); or set SIFT_SECRET_KEY.
-    #[arg(long)]
+    /// Secret key of that user (with --access-key).
+    #[arg(long, env = "SIFT_SECRET_KEY", hide_env_values = true)]
     secret_key: Option<String>,
     /// File of users, one `ACCESS SECRET` per line, `#` comments.
     #[arg(long)]
     credentials: Option<PathBuf>,
+    /// The SQL dialect of selects: AWS's, or Ceph RGW's (docs/sql.md).
     #[arg(long, value_enum, default_value_t = SqlDialect::Aws)]
     sql_dialect: SqlDialect,
     /// Engine threads per select.
@@ -76,6 +68,31 @@ enum SqlDialect {
     Ceph,
 }
 
+impl GatewayArgs {
+    /// The parsed flags as the gateway library takes them.
+    fn flags(self) -> GatewayFlags {
+        let mut flags = GatewayFlags::new(self.listen);
+        flags.data_dir = self.data_dir;
+        flags.upstream = self.upstream;
+        flags.upstream_access_key = self.upstream_access_key;
+        flags.upstream_secret_key = self.upstream_secret_key;
+        flags.upstream_region = self.upstream_region;
+        flags.upstream_timeout = self.upstream_timeout;
+        flags.domain = self.domain;
+        flags.access_key = self.access_key;
+        flags.secret_key = self.secret_key;
+        flags.credentials = self.credentials;
+        flags.dialect = match self.sql_dialect {
+            SqlDialect::Aws => Dialect::Aws,
+            SqlDialect::Ceph => Dialect::Ceph,
+        };
+        flags.select_threads = self.select_threads;
+        flags.allow_anonymous_read = self.allow_anonymous_read;
+        flags.max_selects = self.max_selects;
+        flags
+    }
+}
+
 pub fn run(args: GatewayArgs) -> ExitCode {
     // Logs on stderr, filtered by RUST_LOG; by default warnings plus one access-log line
     // per request (target sift::access). s3s logs every refused request as an ERROR, which
@@ -87,68 +104,13 @@ pub fn run(args: GatewayArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-    let users = match collect_users(
-        args.access_key,
-        args.secret_key,
-        std::env::var("SIFT_ACCESS_KEY").ok(),
-        std::env::var("SIFT_SECRET_KEY").ok(),
-        args.credentials.as_deref(),
-    ) {
-        Ok(u) => u,
+    let config = match GatewayConfig::from_flags(args.flags()) {
+        Ok(config) => config,
         Err(e) => {
             eprintln!("sift gateway: {e}");
             return ExitCode::from(2);
         }
     };
-    let backend = match (args.data_dir, args.upstream) {
-        (Some(data_dir), None) => Backend::Local { data_dir },
-        (None, Some(endpoint)) => {
-            let key = |flag: Option<String>, env: &str| {
-                flag.or_else(|| std::env::var(env).ok())
-                    .filter(|k| !k.is_empty())
-            };
-            let (Some(access_key), Some(secret_key)) = (
-                key(args.upstream_access_key, "SIFT_UPSTREAM_ACCESS_KEY"),
-                key(args.upstream_secret_key, "SIFT_UPSTREAM_SECRET_KEY"),
-            ) else {
-                eprintln!("sift gateway: --upstream needs --upstream-access-key and --upstream-secret-key (or SIFT_UPSTREAM_ACCESS_KEY and SIFT_UPSTREAM_SECRET_KEY)");
-                return ExitCode::from(2);
-            };
-            if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                eprintln!(
-                    "sift gateway: --upstream {endpoint:?} must be an http:// or https:// URL"
-                );
-                return ExitCode::from(2);
-            }
-            if !(args.upstream_timeout.is_finite() && args.upstream_timeout > 0.0) {
-                eprintln!("sift gateway: --upstream-timeout must be a positive number of seconds");
-                return ExitCode::from(2);
-            }
-            Backend::Upstream(UpstreamConfig {
-                endpoint,
-                access_key,
-                secret_key,
-                region: args.upstream_region,
-                timeout: Duration::from_secs_f64(args.upstream_timeout),
-            })
-        }
-        // clap's required_unless_present / conflicts_with rule the other cases out.
-        _ => {
-            eprintln!("sift gateway: give exactly one of --data-dir and --upstream");
-            return ExitCode::from(2);
-        }
-    };
-    let mut config = GatewayConfig::new(args.listen, backend, users);
-    config.domain = args.domain;
-    config.allow_anonymous_read = args.allow_anonymous_read;
-    config.dialect = match args.sql_dialect {
-        SqlDialect::Aws => Dialect::Aws,
-        SqlDialect::Ceph => Dialect::Ceph,
-    };
-    config.select_threads = args.select_threads.max(1);
-    if let Some(n) = args.max_selects {
-        config.max_selects = n.max(1);
-    }
 
     crate::run_async("sift gateway", async {
         let service = server::build_service(&config)?;

@@ -31,7 +31,8 @@ enum Command {
     /// TPC-DS: generate and load data, run the queries fetched or pushed down, report.
     #[command(subcommand)]
     Tpcds(tpcds_cmd::TpcdsCommand),
-    /// Serve an S3 endpoint over a local directory, with SelectObjectContent.
+    /// Serve an S3 endpoint with SelectObjectContent: over its own store in a directory, or
+    /// in front of another S3 store (Ceph RGW, MinIO), running selects next to the data.
     Gateway(Box<gateway_cmd::GatewayArgs>),
 }
 

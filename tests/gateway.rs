@@ -15,7 +15,10 @@ use aws_sdk_s3::types::{
     RequestProgress, ScanRange, SelectObjectContentEventStream,
 };
 use aws_sdk_s3::Client;
-use common::{create_bucket, get, put, raw_get, Gateway, ACCESS, MAX_RECORDS, SECRET};
+use common::{
+    create_bucket, get, put, raw_get, status_and_code, temp_dir, Gateway, ACCESS, MAX_RECORDS,
+    SECRET,
+};
 use md5::Digest;
 
 #[tokio::test]
@@ -623,6 +626,93 @@ fn refuses_to_start_without_credentials() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no credentials"), "{err}");
+}
+
+/// `SIFT_ACCESS_KEY` and `SIFT_SECRET_KEY` name the user when the flags do not.
+#[tokio::test]
+async fn the_user_can_come_from_the_environment() {
+    let data = temp_dir("sift-gateway-env");
+    let gw = Gateway::start_with_env(
+        &["--data-dir", &data.display().to_string()],
+        &[
+            ("SIFT_ACCESS_KEY", "env-access"),
+            ("SIFT_SECRET_KEY", "env-secret"),
+        ],
+        false,
+    );
+    create_bucket(&gw.client_with("env-access", "env-secret"), "from-env").await;
+    let err = gw
+        .client()
+        .list_objects_v2()
+        .bucket("from-env")
+        .send()
+        .await
+        .expect_err("the flags' user is not this gateway's");
+    assert_eq!(status_and_code(&err).0, 403);
+    drop(gw);
+    std::fs::remove_dir_all(&data).ok();
+}
+
+/// `SIFT_UPSTREAM_ACCESS_KEY` and `SIFT_UPSTREAM_SECRET_KEY` are the keys Sift signs
+/// upstream requests with when the flags do not give them.
+#[tokio::test]
+async fn upstream_keys_can_come_from_the_environment() {
+    let store = Gateway::start(&[]);
+    let front = Gateway::start_with_env(
+        &["--upstream", &store.endpoint()],
+        &[
+            ("SIFT_UPSTREAM_ACCESS_KEY", ACCESS),
+            ("SIFT_UPSTREAM_SECRET_KEY", SECRET),
+        ],
+        true,
+    );
+    create_bucket(&front.client(), "up-env").await;
+    put(&front.client(), "up-env", "k", b"through").await;
+    assert_eq!(get(&store.client(), "up-env", "k").await, b"through");
+}
+
+/// Every variable is named in `--help`, and no secret's value is printed there.
+#[test]
+fn help_names_the_environment_variables_and_hides_their_values() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(["gateway", "--help"])
+        .env("SIFT_SECRET_KEY", "do-not-print-me")
+        .env("SIFT_UPSTREAM_SECRET_KEY", "nor-me")
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for var in [
+        "SIFT_ACCESS_KEY",
+        "SIFT_SECRET_KEY",
+        "SIFT_UPSTREAM_ACCESS_KEY",
+        "SIFT_UPSTREAM_SECRET_KEY",
+    ] {
+        assert!(help.contains(&format!("[env: {var}]")), "{var}: {help}");
+    }
+    assert!(
+        !help.contains("do-not-print-me") && !help.contains("nor-me"),
+        "{help}"
+    );
+}
+
+/// An upstream without its keys is refused with the flags and variables that would give
+/// them, exit status 2.
+#[test]
+fn an_upstream_without_keys_names_what_is_missing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(["gateway", "--listen", "127.0.0.1:0", "--upstream"])
+        .arg("http://127.0.0.1:1")
+        .args(["--access-key", ACCESS, "--secret-key", SECRET])
+        .env_remove("SIFT_UPSTREAM_ACCESS_KEY")
+        .env_remove("SIFT_UPSTREAM_SECRET_KEY")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--upstream-access-key") && err.contains("SIFT_UPSTREAM_ACCESS_KEY"),
+        "{err}"
+    );
 }
 
 #[cfg(unix)]

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use sift_engine::Dialect;
 
@@ -51,7 +52,99 @@ pub struct GatewayConfig {
     pub allow_anonymous_read: bool,
 }
 
+/// The gateway's settings as `sift gateway` parses them (flags, or their environment
+/// variables), before they are checked: [`GatewayConfig::from_flags`] turns them into a
+/// configuration or says what is wrong.
+#[derive(Clone)]
+pub struct GatewayFlags {
+    pub listen: SocketAddr,
+    pub data_dir: Option<PathBuf>,
+    pub upstream: Option<String>,
+    pub upstream_access_key: Option<String>,
+    pub upstream_secret_key: Option<String>,
+    pub upstream_region: String,
+    /// Seconds.
+    pub upstream_timeout: f64,
+    pub domain: Option<String>,
+    pub access_key: Option<String>,
+    pub secret_key: Option<String>,
+    pub credentials: Option<PathBuf>,
+    pub dialect: Dialect,
+    pub select_threads: usize,
+    pub allow_anonymous_read: bool,
+    pub max_selects: Option<usize>,
+}
+
+impl GatewayFlags {
+    /// The defaults of `sift gateway`'s flags, with nothing to serve and no user yet.
+    pub fn new(listen: SocketAddr) -> GatewayFlags {
+        GatewayFlags {
+            listen,
+            data_dir: None,
+            upstream: None,
+            upstream_access_key: None,
+            upstream_secret_key: None,
+            upstream_region: "us-east-1".into(),
+            upstream_timeout: 30.0,
+            domain: None,
+            access_key: None,
+            secret_key: None,
+            credentials: None,
+            dialect: Dialect::default(),
+            select_threads: 1,
+            allow_anonymous_read: false,
+            max_selects: None,
+        }
+    }
+}
+
 impl GatewayConfig {
+    /// Checks the flags and builds the configuration: exactly one backend, upstream keys
+    /// with an upstream, an http(s) upstream URL and a positive timeout, and at least one
+    /// user. An empty key (a variable set to "") counts as not given.
+    pub fn from_flags(flags: GatewayFlags) -> Result<GatewayConfig, ConfigError> {
+        let given = |value: Option<String>| value.filter(|v| !v.is_empty());
+        let users = collect_users(
+            given(flags.access_key),
+            given(flags.secret_key),
+            flags.credentials.as_deref(),
+        )?;
+        let backend = match (flags.data_dir, flags.upstream) {
+            (Some(data_dir), None) => Backend::Local { data_dir },
+            (None, Some(endpoint)) => {
+                let (Some(access_key), Some(secret_key)) = (
+                    given(flags.upstream_access_key),
+                    given(flags.upstream_secret_key),
+                ) else {
+                    return Err(ConfigError::UpstreamKeys);
+                };
+                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    return Err(ConfigError::UpstreamUrl(endpoint));
+                }
+                if !(flags.upstream_timeout.is_finite() && flags.upstream_timeout > 0.0) {
+                    return Err(ConfigError::UpstreamTimeout);
+                }
+                Backend::Upstream(UpstreamConfig {
+                    endpoint,
+                    access_key,
+                    secret_key,
+                    region: flags.upstream_region,
+                    timeout: Duration::from_secs_f64(flags.upstream_timeout),
+                })
+            }
+            _ => return Err(ConfigError::Backend),
+        };
+        let mut config = GatewayConfig::new(flags.listen, backend, users);
+        config.domain = flags.domain;
+        config.allow_anonymous_read = flags.allow_anonymous_read;
+        config.dialect = flags.dialect;
+        config.select_threads = flags.select_threads.max(1);
+        if let Some(n) = flags.max_selects {
+            config.max_selects = n.max(1);
+        }
+        Ok(config)
+    }
+
     /// Defaults for everything but the address, the backend and the users.
     pub fn new(listen: SocketAddr, backend: Backend, users: Vec<User>) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -87,6 +180,19 @@ pub enum ConfigError {
     NoCredentials,
     #[error("--access-key and --secret-key must be given together")]
     HalfCredentials,
+    #[error(
+        "give exactly one of --data-dir (the embedded store) and --upstream (another S3 store)"
+    )]
+    Backend,
+    #[error(
+        "--upstream needs --upstream-access-key and --upstream-secret-key (or \
+         SIFT_UPSTREAM_ACCESS_KEY and SIFT_UPSTREAM_SECRET_KEY)"
+    )]
+    UpstreamKeys,
+    #[error("--upstream {0:?} must be an http:// or https:// URL")]
+    UpstreamUrl(String),
+    #[error("--upstream-timeout must be a positive number of seconds")]
+    UpstreamTimeout,
 }
 
 /// Reads a credentials file: one `ACCESS SECRET` pair per line; blank lines and lines
@@ -123,29 +229,20 @@ fn parse_credentials(text: &str, path: &Path) -> Result<Vec<User>, ConfigError> 
     Ok(users)
 }
 
-/// Merges the three ways of naming users (flags, environment, file) and refuses an empty
-/// result: a gateway that accepted unsigned requests would expose every object.
-pub fn collect_users(
-    flag_access: Option<String>,
-    flag_secret: Option<String>,
-    env_access: Option<String>,
-    env_secret: Option<String>,
+/// Merges the two ways of naming users (a key pair, a file) and refuses an empty result: a
+/// gateway that accepted unsigned requests would expose every object.
+fn collect_users(
+    access: Option<String>,
+    secret: Option<String>,
     file: Option<&Path>,
 ) -> Result<Vec<User>, ConfigError> {
     let mut users = Vec::new();
-    match (flag_access, flag_secret) {
+    match (access, secret) {
         (Some(access_key), Some(secret_key)) => users.push(User {
             access_key,
             secret_key,
         }),
-        (None, None) => {
-            if let (Some(access_key), Some(secret_key)) = (env_access, env_secret) {
-                users.push(User {
-                    access_key,
-                    secret_key,
-                });
-            }
-        }
+        (None, None) => {}
         _ => return Err(ConfigError::HalfCredentials),
     }
     if let Some(path) = file {
@@ -183,18 +280,73 @@ mod tests {
         ));
     }
 
+    /// Flags for an embedded store with one user.
+    fn local() -> GatewayFlags {
+        let mut flags = GatewayFlags::new("127.0.0.1:0".parse().expect("address"));
+        flags.data_dir = Some("data".into());
+        flags.access_key = Some("a".into());
+        flags.secret_key = Some("s".into());
+        flags
+    }
+
+    /// Flags for an upstream store with its keys.
+    fn upstream() -> GatewayFlags {
+        let mut flags = local();
+        flags.data_dir = None;
+        flags.upstream = Some("http://127.0.0.1:7480".into());
+        flags.upstream_access_key = Some("ua".into());
+        flags.upstream_secret_key = Some("us".into());
+        flags
+    }
+
     #[test]
-    fn refuses_no_credentials() {
-        assert!(matches!(
-            collect_users(None, None, None, None, None),
-            Err(ConfigError::NoCredentials)
-        ));
-        assert!(matches!(
-            collect_users(Some("a".into()), None, None, None, None),
-            Err(ConfigError::HalfCredentials)
-        ));
-        let users = collect_users(None, None, Some("e".into()), Some("s".into()), None)
-            .expect("env credentials");
-        assert_eq!(users[0].access_key, "e");
+    fn flags_become_a_configuration() {
+        let mut flags = local();
+        flags.select_threads = 0;
+        flags.max_selects = Some(3);
+        flags.dialect = Dialect::Ceph;
+        let config = GatewayConfig::from_flags(flags).expect("valid");
+        assert!(matches!(config.backend, Backend::Local { .. }));
+        assert_eq!(config.users[0].access_key, "a");
+        assert_eq!((config.select_threads, config.max_selects), (1, 3));
+        assert_eq!(config.dialect, Dialect::Ceph);
+
+        let mut flags = upstream();
+        flags.upstream_timeout = 2.5;
+        let config = GatewayConfig::from_flags(flags).expect("valid");
+        let Backend::Upstream(up) = config.backend else {
+            panic!("an upstream backend");
+        };
+        assert_eq!(
+            (up.access_key.as_str(), up.secret_key.as_str()),
+            ("ua", "us")
+        );
+        assert_eq!(up.timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn flags_that_cannot_serve_say_why() {
+        let error = |flags: GatewayFlags| GatewayConfig::from_flags(flags).expect_err("refused");
+        let mut flags = local();
+        flags.upstream = Some("http://x".into());
+        assert!(matches!(error(flags), ConfigError::Backend));
+        let mut flags = local();
+        flags.data_dir = None;
+        assert!(matches!(error(flags), ConfigError::Backend));
+        let mut flags = upstream();
+        flags.upstream_secret_key = Some(String::new());
+        assert!(matches!(error(flags), ConfigError::UpstreamKeys));
+        let mut flags = upstream();
+        flags.upstream = Some("127.0.0.1:7480".into());
+        assert!(matches!(error(flags), ConfigError::UpstreamUrl(_)));
+        let mut flags = upstream();
+        flags.upstream_timeout = 0.0;
+        assert!(matches!(error(flags), ConfigError::UpstreamTimeout));
+        let mut flags = local();
+        flags.access_key = None;
+        assert!(matches!(error(flags), ConfigError::HalfCredentials));
+        let mut flags = local();
+        (flags.access_key, flags.secret_key) = (Some(String::new()), Some(String::new()));
+        assert!(matches!(error(flags), ConfigError::NoCredentials));
     }
 }

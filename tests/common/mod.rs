@@ -33,7 +33,20 @@ impl Gateway {
         let data = temp_dir("sift-gateway-test");
         let mut args = vec!["--data-dir".to_string(), data.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Gateway::launch(&args, data, None)
+        Gateway::launch(&args, data, None, &[], true)
+    }
+
+    /// A gateway started with `args` (which name its backend) and the environment variables
+    /// `env`, given the test user's keys as flags only if `user_flags`.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)], user_flags: bool) -> Gateway {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Gateway::launch(
+            &args,
+            temp_dir("sift-gateway-unused"),
+            None,
+            env,
+            user_flags,
+        )
     }
 
     /// A gateway on its embedded store whose log (RUST_LOG's default: warnings and the
@@ -42,7 +55,7 @@ impl Gateway {
         let data = temp_dir("sift-gateway-test");
         let mut args = vec!["--data-dir".to_string(), data.display().to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
-        Gateway::launch(&args, data, Some(log))
+        Gateway::launch(&args, data, Some(log), &[], true)
     }
 
     /// A gateway in front of the S3 store at `endpoint`, signing with `access`/`secret`.
@@ -59,15 +72,24 @@ impl Gateway {
         .map(|s| s.to_string())
         .collect();
         args.extend(extra.iter().map(|s| s.to_string()));
-        Gateway::launch(&args, temp_dir("sift-gateway-unused"), None)
+        Gateway::launch(&args, temp_dir("sift-gateway-unused"), None, &[], true)
     }
 
-    fn launch(args: &[String], data: PathBuf, log: Option<&std::path::Path>) -> Gateway {
+    fn launch(
+        args: &[String],
+        data: PathBuf,
+        log: Option<&std::path::Path>,
+        env: &[(&str, &str)],
+        user_flags: bool,
+    ) -> Gateway {
         let mut command = Command::new(env!("CARGO_BIN_EXE_sift"));
+        command.args(["gateway", "--listen", "127.0.0.1:0"]);
+        if user_flags {
+            command.args(["--access-key", ACCESS, "--secret-key", SECRET]);
+        }
         command
-            .args(["gateway", "--listen", "127.0.0.1:0"])
-            .args(["--access-key", ACCESS, "--secret-key", SECRET])
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped());
         match log {
             Some(path) => {
