@@ -71,25 +71,26 @@ enum SqlDialect {
 impl GatewayArgs {
     /// The parsed flags as the gateway library takes them.
     fn flags(self) -> GatewayFlags {
-        let mut flags = GatewayFlags::new(self.listen);
-        flags.data_dir = self.data_dir;
-        flags.upstream = self.upstream;
-        flags.upstream_access_key = self.upstream_access_key;
-        flags.upstream_secret_key = self.upstream_secret_key;
-        flags.upstream_region = self.upstream_region;
-        flags.upstream_timeout = self.upstream_timeout;
-        flags.domain = self.domain;
-        flags.access_key = self.access_key;
-        flags.secret_key = self.secret_key;
-        flags.credentials = self.credentials;
-        flags.dialect = match self.sql_dialect {
-            SqlDialect::Aws => Dialect::Aws,
-            SqlDialect::Ceph => Dialect::Ceph,
-        };
-        flags.select_threads = self.select_threads;
-        flags.allow_anonymous_read = self.allow_anonymous_read;
-        flags.max_selects = self.max_selects;
-        flags
+        GatewayFlags {
+            listen: self.listen,
+            data_dir: self.data_dir,
+            upstream: self.upstream,
+            upstream_access_key: self.upstream_access_key,
+            upstream_secret_key: self.upstream_secret_key,
+            upstream_region: self.upstream_region,
+            upstream_timeout: self.upstream_timeout,
+            domain: self.domain,
+            access_key: self.access_key,
+            secret_key: self.secret_key,
+            credentials: self.credentials,
+            dialect: match self.sql_dialect {
+                SqlDialect::Aws => Dialect::Aws,
+                SqlDialect::Ceph => Dialect::Ceph,
+            },
+            select_threads: self.select_threads,
+            allow_anonymous_read: self.allow_anonymous_read,
+            max_selects: self.max_selects,
+        }
     }
 }
 

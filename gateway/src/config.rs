@@ -53,9 +53,8 @@ pub struct GatewayConfig {
 }
 
 /// The gateway's settings as `sift gateway` parses them (flags, or their environment
-/// variables), before they are checked: [`GatewayConfig::from_flags`] turns them into a
-/// configuration or says what is wrong.
-#[derive(Clone)]
+/// variables, with the command line's defaults filled in), before they are checked:
+/// [`GatewayConfig::from_flags`] turns them into a configuration or says what is wrong.
 pub struct GatewayFlags {
     pub listen: SocketAddr,
     pub data_dir: Option<PathBuf>,
@@ -73,29 +72,6 @@ pub struct GatewayFlags {
     pub select_threads: usize,
     pub allow_anonymous_read: bool,
     pub max_selects: Option<usize>,
-}
-
-impl GatewayFlags {
-    /// The defaults of `sift gateway`'s flags, with nothing to serve and no user yet.
-    pub fn new(listen: SocketAddr) -> GatewayFlags {
-        GatewayFlags {
-            listen,
-            data_dir: None,
-            upstream: None,
-            upstream_access_key: None,
-            upstream_secret_key: None,
-            upstream_region: "us-east-1".into(),
-            upstream_timeout: 30.0,
-            domain: None,
-            access_key: None,
-            secret_key: None,
-            credentials: None,
-            dialect: Dialect::default(),
-            select_threads: 1,
-            allow_anonymous_read: false,
-            max_selects: None,
-        }
-    }
 }
 
 impl GatewayConfig {
@@ -282,11 +258,23 @@ mod tests {
 
     /// Flags for an embedded store with one user.
     fn local() -> GatewayFlags {
-        let mut flags = GatewayFlags::new("127.0.0.1:0".parse().expect("address"));
-        flags.data_dir = Some("data".into());
-        flags.access_key = Some("a".into());
-        flags.secret_key = Some("s".into());
-        flags
+        GatewayFlags {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            data_dir: Some("data".into()),
+            upstream: None,
+            upstream_access_key: None,
+            upstream_secret_key: None,
+            upstream_region: "us-east-1".into(),
+            upstream_timeout: 30.0,
+            domain: None,
+            access_key: Some("a".into()),
+            secret_key: Some("s".into()),
+            credentials: None,
+            dialect: Dialect::Aws,
+            select_threads: 1,
+            allow_anonymous_read: false,
+            max_selects: None,
+        }
     }
 
     /// Flags for an upstream store with its keys.

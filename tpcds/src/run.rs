@@ -118,8 +118,8 @@ pub struct Summary {
     /// mode's, as `qN in MODE mode`. Empty when the modes' times compare their scans alone.
     pub differently_planned: Vec<String>,
     /// What the store's S3 Select does where stores differ ([`crate::probe`]): whether parts
-    /// were split into ScanRanges, and how empty fields were read. AWS's behaviour when only
-    /// fetch mode ran.
+    /// were split into ScanRanges, how empty fields were read, and the longest expression
+    /// sent. AWS's behaviour when only fetch mode ran.
     pub select_behaviour: SelectBehaviour,
 }
 
