@@ -9,7 +9,8 @@ mod common;
 use aws_sdk_s3::types::FileHeaderInfo;
 use aws_sdk_s3::Client;
 use common::{
-    client_for, create_bucket, csv, get, multipart_put, put, select_csv, status_and_code, Gateway,
+    check, client_for, create_bucket, csv, get, multipart_put, put, select_csv, sift,
+    status_and_code, Gateway,
 };
 
 struct Rgw {
@@ -205,22 +206,6 @@ async fn rgw_select_by_sift_matches_rgw_select() {
     assert!(err.starts_with("404 NoSuchKey"), "{err}");
 
     empty_and_delete(&s3, &bucket).await;
-}
-
-fn sift(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_sift"))
-        .args(args)
-        .output()
-        .expect("sift runs")
-}
-
-fn check(output: &std::process::Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what} failed: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 /// The benchmark's storage side as the benchmark ran it: the TPC-DS client straight at

@@ -5,18 +5,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{temp_dir, Gateway, ACCESS, SECRET};
+use common::{check, sift, temp_dir, Gateway, ACCESS, SECRET};
 
 const SF: &str = "0.01";
-
-fn sift(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sift"))
-        .args(args)
-        .output()
-        .expect("sift runs")
-}
 
 fn endpoint_args(gateway: &Gateway) -> Vec<String> {
     [
@@ -34,15 +27,6 @@ fn endpoint_args(gateway: &Gateway) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect()
-}
-
-fn check(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what} failed: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 fn json(path: &Path) -> serde_json::Value {

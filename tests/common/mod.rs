@@ -332,3 +332,21 @@ pub fn csv(header: FileHeaderInfo) -> InputSerialization {
         .csv(CsvInput::builder().file_header_info(header).build())
         .build()
 }
+
+/// Runs the `sift` command line with `args` to its end.
+pub fn sift(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(args)
+        .output()
+        .expect("sift runs")
+}
+
+/// Fails the test, with the command's output, unless it succeeded.
+pub fn check(output: &std::process::Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
