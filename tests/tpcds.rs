@@ -131,6 +131,29 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         let c = &summary["against_fetch"][mode];
         assert!(c["bytes_reduction"].as_f64().unwrap() > 0.5, "{summary}");
     }
+    // Each scan's plan metrics hold its bytes and requests, and in the pushdown modes the
+    // statement its selects carried: in dynamic mode, q3's store_sales scan is cut by the
+    // date_dim join's filter, so its WHERE names the join key.
+    let plan = |mode: &str| std::fs::read_to_string(out.join("plans").join(mode).join("q3.txt"));
+    let fetched = plan("fetch").expect("fetch plan");
+    assert!(
+        fetched.contains("S3ScanExec")
+            && fetched.contains("bytes_scanned=")
+            && !fetched.contains("sql="),
+        "{fetched}"
+    );
+    let dynamic = plan("dynamic").expect("dynamic plan");
+    let store_sales = dynamic
+        .lines()
+        .find(|l| l.contains("table=store_sales"))
+        .expect("a store_sales scan");
+    assert!(
+        store_sales.contains("requests=")
+            && store_sales.contains("bytes_received=")
+            && store_sales.contains("sql=SELECT")
+            && store_sales.contains("WHERE"),
+        "{store_sales}"
+    );
     // The gateway publishes /metrics, so its CPU time per mode is known.
     assert!(
         summary["modes"]["fetch"]["gateway_cpu_seconds"]

@@ -109,11 +109,12 @@ async fn splits_records(store: &Store, key: &str, body: &[u8]) -> Result<Option<
     let Some(cuts) = cuts(body) else {
         return Ok(None);
     };
-    let whole = lines(&select(store, key, None, FIRST_FIELDS, Format::Csv).await?);
+    let (whole, _) = select(store, key, None, FIRST_FIELDS, Format::Csv).await?;
+    let whole = lines(&whole);
     let mut split = Vec::new();
     let mut start = 0;
     for end in cuts.into_iter().chain([body.len() as u64]) {
-        let part = select(store, key, Some((start, end)), FIRST_FIELDS, Format::Csv).await?;
+        let (part, _) = select(store, key, Some((start, end)), FIRST_FIELDS, Format::Csv).await?;
         split.extend(lines(&part));
         start = end;
     }
@@ -126,7 +127,7 @@ async fn reads_empty_as_null(store: &Store, key: &str, body: &[u8]) -> Result<bo
     let first = body.split(|&b| b == b'\n').next().unwrap_or_default();
     let fields = first.iter().filter(|&&b| b == b'|').count() + 1;
     let sql = format!("SELECT s._{fields} FROM S3Object s");
-    let answer = select(store, key, None, &sql, Format::Csv).await?;
+    let (answer, _) = select(store, key, None, &sql, Format::Csv).await?;
     match lines(&answer).first().map(String::as_str) {
         Some("") => Ok(false),
         Some("null") => Ok(true),

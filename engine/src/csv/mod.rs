@@ -5,6 +5,7 @@ pub mod chunk;
 pub mod format;
 pub mod record;
 pub mod scan;
+pub(crate) mod select;
 
 pub use chunk::{ChunkBuf, Chunker};
 pub use format::{CsvFormat, MAX_RECORD_BYTES};

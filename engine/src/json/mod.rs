@@ -3,6 +3,7 @@
 pub mod parse;
 pub mod path;
 mod scan;
+pub(crate) mod select;
 pub mod split;
 pub mod write;
 

@@ -15,6 +15,7 @@
 
 pub mod prune;
 pub mod rows;
+pub(crate) mod select;
 
 use std::io::Read;
 use std::ops::Range;

@@ -1,0 +1,138 @@
+//! Chunk outputs, and the emitter that writes them to the sink in order.
+//!
+//! Each chunk (or Parquet row group) is filtered and projected into its own [`ChunkOut`],
+//! possibly on another thread, without knowing what earlier chunks produced. The
+//! [`Emitter`] sees the outputs in input order: it cuts LIMIT's last row, merges each
+//! chunk's partial aggregates, and reports progress; [`finish`] writes an aggregate query's
+//! one row at the end.
+
+use crate::error::Result;
+use crate::eval::agg::AggState;
+use crate::eval::bind::Plan;
+use crate::exec::row::{write_agg_row, RowCtx};
+use crate::exec::{Sink, Stats};
+
+/// What a chunk produced.
+pub(crate) struct ChunkOut {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) rows: u64,
+    /// Rows output by earlier chunks (set by the driver), for LIMIT.
+    pub(crate) rows_before: u64,
+    /// End offset of each row in `bytes`, kept only under LIMIT.
+    pub(crate) row_ends: Vec<usize>,
+    pub(crate) aggs: Vec<AggState>,
+}
+
+impl ChunkOut {
+    pub(crate) fn new(plan: &Plan) -> Self {
+        let mut o = ChunkOut {
+            bytes: Vec::new(),
+            rows: 0,
+            rows_before: 0,
+            row_ends: Vec::new(),
+            aggs: Vec::new(),
+        };
+        o.reset(plan, 0);
+        o
+    }
+
+    /// How many rows this chunk may still write under LIMIT (aggregates apply LIMIT to
+    /// their one result row, later).
+    pub(crate) fn row_cap(&self, plan: &Plan) -> Option<u64> {
+        match plan.limit {
+            Some(l) if !plan.is_aggregate() => Some(l.saturating_sub(self.rows_before)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn reset(&mut self, plan: &Plan, rows_before: u64) {
+        self.bytes.clear();
+        self.rows = 0;
+        self.rows_before = rows_before;
+        self.row_ends.clear();
+        self.aggs = plan.aggs.iter().map(|a| AggState::new(a.func)).collect();
+    }
+}
+
+/// The run's byte counts so far, given the bytes returned and, when the chunker counts the
+/// input, the bytes it consumed.
+pub(crate) type StatsNow<'s> = &'s (dyn Fn(u64, Option<u64>) -> Stats + Sync);
+
+/// Writes chunk outputs to the sink in order, applying LIMIT and merging aggregates.
+pub(crate) struct Emitter<'s> {
+    limit: Option<u64>,
+    aggs: Vec<AggState>,
+    returned: u64,
+    stats_now: StatsNow<'s>,
+}
+
+impl<'s> Emitter<'s> {
+    /// LIMIT cuts rows as they are written; an aggregate's one row is cut in [`finish`].
+    pub(crate) fn new(plan: &Plan, stats_now: StatsNow<'s>) -> Self {
+        Emitter {
+            limit: if plan.is_aggregate() {
+                None
+            } else {
+                plan.limit
+            },
+            aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
+            returned: 0,
+            stats_now,
+        }
+    }
+
+    /// Writes one chunk's output; returns whether to go on. `consumed` is the input the
+    /// chunker has consumed, for the progress report.
+    pub(crate) fn emit(
+        &mut self,
+        out: &mut ChunkOut,
+        sink: &mut dyn Sink,
+        consumed: u64,
+    ) -> Result<bool> {
+        for (acc, part) in self.aggs.iter_mut().zip(out.aggs.drain(..)) {
+            acc.merge(part)?;
+        }
+        let mut bytes = &out.bytes[..];
+        let mut more = true;
+        if let Some(l) = self.limit {
+            let left = l.saturating_sub(out.rows_before);
+            if out.rows >= left {
+                let cut = match left {
+                    0 => 0,
+                    n => out.row_ends[(n - 1) as usize],
+                };
+                bytes = &out.bytes[..cut];
+                more = false;
+            }
+        }
+        if !bytes.is_empty() {
+            sink.write(bytes)?;
+            self.returned += bytes.len() as u64;
+        }
+        sink.progress(&(self.stats_now)(self.returned, Some(consumed)))?;
+        Ok(more)
+    }
+}
+
+/// Writes an aggregate query's one result row (unless LIMIT 0); returns the bytes returned
+/// in all.
+pub(crate) fn finish(
+    ctx: &RowCtx<'_>,
+    emitter: Emitter<'_>,
+    sink: &mut (dyn Sink + Send),
+) -> Result<u64> {
+    let plan = ctx.plan;
+    let mut returned = emitter.returned;
+    if plan.is_aggregate() && plan.limit != Some(0) {
+        let values = emitter
+            .aggs
+            .into_iter()
+            .map(AggState::finish)
+            .collect::<Result<Vec<_>>>()?;
+        let mut out = Vec::new();
+        write_agg_row(ctx, &values, &mut out)?;
+        sink.write(&out)?;
+        returned += out.len() as u64;
+    }
+    Ok(returned)
+}

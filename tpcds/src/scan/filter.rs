@@ -1,0 +1,174 @@
+//! A scan's filters: lowered to S3 Select's SQL once, at planning; applied by the store, or
+//! by the client when the scan is fetched; joined at run time by the hash joins' dynamic
+//! filters (dynamic mode).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::catalog::Session;
+use datafusion::common::cast::as_boolean_array;
+use datafusion::common::{DFSchema, DataFusionError, Result as DfResult};
+use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
+use datafusion::physical_expr::PhysicalExpr;
+
+use crate::layout::Format;
+use crate::probe::SelectBehaviour;
+use crate::pushdown::{self, Naming, Pred};
+
+/// How the store's SQL names the columns of a table stored in `format`.
+pub(super) fn naming(format: Format, schema: &Schema, behaviour: SelectBehaviour) -> Naming<'_> {
+    match format {
+        Format::Csv => Naming::Positional {
+            empty_is_null: behaviour.empty_is_null,
+        },
+        Format::Parquet => Naming::Named(schema),
+    }
+}
+
+/// `expr` as a predicate the store's SQL expresses exactly, or `None` when some part of it
+/// has no exact S3 Select form (then DataFusion keeps it).
+pub(super) fn lower(expr: &Expr, schema: &Schema, naming: Naming<'_>) -> Option<Pred> {
+    let pred = pushdown::from_logical(expr, schema)?;
+    pred.to_sql_in(naming).map(|_| pred)
+}
+
+/// The filters of one scan.
+#[derive(Debug, Clone)]
+pub(super) struct ScanFilters {
+    /// What the scan took at planning, lowered: the store applies it, unless the scan is
+    /// fetched (then `client` does).
+    pub(super) planned: Option<Pred>,
+    /// A fetched scan's filters, applied by the client.
+    pub(super) client: Option<ClientFilter>,
+    /// The hash joins' filters (dynamic mode), known once their build sides are done. They
+    /// only prune: the join still checks every row.
+    pub(super) dynamic: Vec<Arc<dyn PhysicalExpr>>,
+}
+
+/// What a select statement is made of, besides its WHERE clause.
+#[derive(Debug, Clone)]
+pub(super) struct Statement {
+    /// The SELECT list.
+    pub(super) columns: String,
+    /// The table columns the scan outputs (the dynamic filters name these, in this order).
+    pub(super) projection: Vec<usize>,
+    pub(super) schema: SchemaRef,
+    pub(super) format: Format,
+    pub(super) behaviour: SelectBehaviour,
+}
+
+impl Statement {
+    /// `SELECT … FROM S3Object s`, with `WHERE where_clause` when there is one.
+    pub(super) fn sql(&self, where_clause: Option<&str>) -> String {
+        match where_clause {
+            Some(w) => format!("SELECT {} FROM S3Object s WHERE {w}", self.columns),
+            None => format!("SELECT {} FROM S3Object s", self.columns),
+        }
+    }
+}
+
+impl ScanFilters {
+    /// The statement every request of the scan sends, once the dynamic filters are final:
+    /// the planned filter and as many of the dynamic ones, in their order, as keep it within
+    /// what the store takes ([`SelectBehaviour::takes`]). A dynamic filter left out (or one
+    /// with no S3 Select form) costs bytes, not rows; the planned filter is always sent.
+    pub(super) async fn statement(self, statement: Statement) -> DfResult<String> {
+        let naming = naming(statement.format, &statement.schema, statement.behaviour);
+        let mut dynamic_preds = Vec::new();
+        for expr in self.dynamic {
+            if let Some(dynamic) = expr.downcast_ref::<DynamicFilterPhysicalExpr>() {
+                // The join completes its filter when its build side is done, which is before
+                // it polls this (probe) side; the timeout only guards against a join that
+                // never completes it, in which case the scan runs without it.
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(120), dynamic.wait_complete()).await;
+            }
+            let pred = pushdown::from_physical(&expr, &statement.projection, &statement.schema);
+            if let Some(pred) = pred.filter(|p| p.to_sql_in(naming).is_some()) {
+                dynamic_preds.push(pred);
+            }
+        }
+        loop {
+            let preds: Vec<Pred> = self
+                .planned
+                .iter()
+                .cloned()
+                .chain(dynamic_preds.iter().cloned())
+                .collect();
+            let clause = match preds.is_empty() {
+                true => None,
+                false => Some(Pred::conjunction(preds).to_sql_in(naming).ok_or_else(|| {
+                    DataFusionError::Internal(
+                        "a filter lowered at planning no longer renders as SQL".into(),
+                    )
+                })?),
+            };
+            let sql = statement.sql(clause.as_deref());
+            if statement.behaviour.takes(&sql) || dynamic_preds.pop().is_none() {
+                return Ok(sql);
+            }
+        }
+    }
+}
+
+/// The filters a fetched scan took, applied by the client to each batch it decodes with
+/// DataFusion's own evaluation of them (what a `FilterExec` would do), so that fetch mode
+/// stays the reference the pushdown modes are checked against.
+#[derive(Debug, Clone)]
+pub(super) struct ClientFilter {
+    /// The table columns to decode: the scan's projection, then the columns only the filters
+    /// use (dropped again once the filters have run).
+    pub(super) read: Vec<usize>,
+    /// The conjunction of the filters, over the columns `read`.
+    predicate: Arc<dyn PhysicalExpr>,
+}
+
+impl ClientFilter {
+    pub(super) fn new(
+        state: &dyn Session,
+        schema: &SchemaRef,
+        projection: &[usize],
+        filters: &[Expr],
+    ) -> DfResult<ClientFilter> {
+        let mut only_filtered = BTreeSet::new();
+        for filter in filters {
+            for column in filter.column_refs() {
+                let i = schema.index_of(&column.name)?;
+                if !projection.contains(&i) {
+                    only_filtered.insert(i);
+                }
+            }
+        }
+        let read: Vec<usize> = projection.iter().copied().chain(only_filtered).collect();
+        let columns = DFSchema::try_from(schema.project(&read)?)?;
+        // The scan's filters name the table's columns with its qualifier; `columns` has none.
+        let conjunction = conjunction(filters.iter().cloned().map(unnormalize_col))
+            .ok_or_else(|| DataFusionError::Internal("a client filter of no filters".into()))?;
+        let predicate = state.create_physical_expr(conjunction, &columns)?;
+        Ok(ClientFilter { read, predicate })
+    }
+
+    /// The rows of `batch` (the columns `read`) that pass, as `output`'s columns, which are
+    /// the first ones of `read`.
+    pub(super) fn apply(&self, batch: &RecordBatch, output: &SchemaRef) -> DfResult<RecordBatch> {
+        let mask = self
+            .predicate
+            .evaluate(batch)?
+            .into_array(batch.num_rows())?;
+        let passed = filter_record_batch(batch, as_boolean_array(&mask)?)?;
+        let columns = passed.columns()[..output.fields().len()].to_vec();
+        let options = RecordBatchOptions::new().with_row_count(Some(passed.num_rows()));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(output),
+            columns,
+            &options,
+        )?)
+    }
+}

@@ -1,0 +1,291 @@
+//! One stream type per request kind, each turning a partition's response bodies into the
+//! scan's record batches:
+//!
+//! - [`FetchedCsv`]: GET chunks of dsdgen text through Arrow's push-based CSV decoder,
+//!   reading the projection's columns and the filters', then filtered on the client;
+//! - [`FetchedParquet`]: whole Parquet parts, decoded with the same columns, then filtered;
+//! - [`Selected`]: S3 Select answers (CSV text of the projection's columns, rows already
+//!   filtered by the store), once the statement is known — in dynamic mode, only after the
+//!   joins' build sides are done.
+//!
+//! Each partition keeps a few requests in flight and consumes their bodies in order.
+
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use datafusion::arrow::csv::reader::Decoder;
+use datafusion::arrow::csv::ReaderBuilder;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::{DataFusionError, Result as DfResult};
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+use regex::Regex;
+
+use crate::layout::Format;
+use crate::scan::exec::ScanMetrics;
+use crate::scan::filter::{ClientFilter, ScanFilters, Statement};
+use crate::scan::request::{run_request, Request};
+use crate::scan::{Store, BATCH_ROWS};
+
+/// A partition's requests and how to send them.
+pub(super) struct Requests {
+    pub(super) list: Vec<Request>,
+    pub(super) store: Arc<Store>,
+    /// Requests of this partition in flight at once.
+    pub(super) in_flight: usize,
+    pub(super) metrics: ScanMetrics,
+}
+
+impl Requests {
+    /// The bodies, in request order.
+    fn bodies(self, sql: Arc<str>, format: Format) -> BoxStream<'static, DfResult<Bytes>> {
+        let Requests {
+            list,
+            store,
+            in_flight,
+            metrics,
+        } = self;
+        stream::iter(list)
+            .map(move |request| {
+                run_request(
+                    Arc::clone(&store),
+                    request,
+                    Arc::clone(&sql),
+                    format,
+                    metrics.clone(),
+                )
+            })
+            .buffered(in_flight)
+            .boxed()
+    }
+}
+
+/// The rows a fetched scan keeps: those that pass its client filter, with the scan's output
+/// columns (the first of those decoded).
+#[derive(Clone)]
+pub(super) struct Keep {
+    pub(super) filter: Option<ClientFilter>,
+    pub(super) output: SchemaRef,
+}
+
+impl Keep {
+    fn apply(&self, batch: RecordBatch) -> DfResult<RecordBatch> {
+        match &self.filter {
+            Some(filter) => filter.apply(&batch, &self.output),
+            None => Ok(batch),
+        }
+    }
+}
+
+/// Fetched dsdgen text.
+pub(super) struct FetchedCsv {
+    pub(super) requests: Requests,
+    /// The file's columns: the table's, and the empty field after the trailing `|`.
+    pub(super) file_schema: SchemaRef,
+    /// The table columns decoded.
+    pub(super) read: Vec<usize>,
+    pub(super) keep: Keep,
+}
+
+impl FetchedCsv {
+    pub(super) fn stream(self) -> BoxStream<'static, DfResult<RecordBatch>> {
+        let decoder = ReaderBuilder::new(self.file_schema)
+            .with_delimiter(b'|')
+            .with_header(false)
+            .with_batch_size(BATCH_ROWS)
+            .with_projection(self.read)
+            .build_decoder();
+        let keep = self.keep;
+        let bodies = self.requests.bodies(Arc::from(""), Format::Csv);
+        decode(bodies, decoder)
+            .map(move |batch| batch.and_then(|b| keep.apply(b)))
+            .boxed()
+    }
+}
+
+/// Fetched Parquet parts, each whole (a Parquet file is read from its footer).
+pub(super) struct FetchedParquet {
+    pub(super) requests: Requests,
+    /// The table's columns.
+    pub(super) schema: SchemaRef,
+    /// The table columns decoded.
+    pub(super) read: Vec<usize>,
+    pub(super) keep: Keep,
+}
+
+impl FetchedParquet {
+    pub(super) fn stream(self) -> DfResult<BoxStream<'static, DfResult<RecordBatch>>> {
+        let schema = Arc::new(self.schema.project(&self.read)?);
+        let (read, keep) = (self.read, self.keep);
+        Ok(self
+            .requests
+            .bodies(Arc::from(""), Format::Parquet)
+            .map(move |body| {
+                let batches = body
+                    .and_then(|b| parquet_batches(b, &read, &schema))
+                    .and_then(|batches| {
+                        batches
+                            .into_iter()
+                            .map(|b| keep.apply(b))
+                            .collect::<DfResult<Vec<_>>>()
+                    });
+                match batches {
+                    Ok(batches) => stream::iter(batches.into_iter().map(Ok)).left_stream(),
+                    Err(e) => stream::iter(vec![Err(e)]).right_stream(),
+                }
+            })
+            .flatten()
+            .boxed())
+    }
+}
+
+/// S3 Select answers.
+pub(super) struct Selected {
+    pub(super) requests: Requests,
+    pub(super) filters: ScanFilters,
+    pub(super) statement: Statement,
+    /// The scan's output columns.
+    pub(super) output: SchemaRef,
+}
+
+impl Selected {
+    pub(super) fn stream(self) -> DfResult<BoxStream<'static, DfResult<RecordBatch>>> {
+        let decoder = self.decoder()?;
+        let Selected {
+            requests,
+            filters,
+            statement,
+            ..
+        } = self;
+        let format = statement.format;
+        let metrics = requests.metrics.clone();
+        let bodies = stream::once(async move {
+            match filters.statement(statement).await {
+                Ok(sql) => {
+                    metrics.sent(&sql);
+                    requests.bodies(Arc::from(sql), format)
+                }
+                Err(e) => stream::iter(vec![Err(e)]).boxed(),
+            }
+        })
+        .flatten()
+        .boxed();
+        Ok(decode(bodies, decoder))
+    }
+
+    /// The answers' decoder: the output columns, or one ignored field per line when no
+    /// column is asked for (the SELECT list is then a constant).
+    fn decoder(&self) -> DfResult<Decoder> {
+        let (schema, projection) = match self.output.fields().len() {
+            0 => (
+                Arc::new(Schema::new(vec![Field::new("_", DataType::Utf8, true)])),
+                vec![],
+            ),
+            n => (Arc::clone(&self.output), (0..n).collect()),
+        };
+        let builder = ReaderBuilder::new(schema)
+            .with_delimiter(b'|')
+            .with_header(false)
+            .with_batch_size(BATCH_ROWS)
+            .with_projection(projection);
+        if self.statement.behaviour.empty_is_null {
+            // The store writes NULL as `null` (and an empty field is NULL to it).
+            let null = Regex::new("^(null)?$")
+                .map_err(|e| DataFusionError::Internal(format!("the NULL pattern: {e}")))?;
+            Ok(builder.with_null_regex(null).build_decoder())
+        } else {
+            Ok(builder.build_decoder())
+        }
+    }
+}
+
+/// A whole Parquet part as record batches of the columns `projection`, in its order.
+fn parquet_batches(
+    file: Bytes,
+    projection: &[usize],
+    output: &SchemaRef,
+) -> DfResult<Vec<RecordBatch>> {
+    let external = |e: parquet::errors::ParquetError| DataFusionError::External(Box::new(e));
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(external)?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), projection.iter().copied());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(external)?;
+    // The reader gives the projected columns in file order; the scan's order is
+    // `projection`'s.
+    let mut in_file = projection.to_vec();
+    in_file.sort_unstable();
+    let order: Vec<usize> = projection
+        .iter()
+        .map(|p| in_file.binary_search(p).unwrap_or(0))
+        .collect();
+    let mut batches = Vec::new();
+    for batch in reader {
+        let batch = batch?;
+        let columns = order.iter().map(|&i| Arc::clone(batch.column(i))).collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        batches.push(RecordBatch::try_new_with_options(
+            Arc::clone(output),
+            columns,
+            &options,
+        )?);
+    }
+    Ok(batches)
+}
+
+/// Feeds response bodies through the CSV decoder, yielding a batch whenever it is full.
+fn decode(
+    bodies: BoxStream<'static, DfResult<Bytes>>,
+    decoder: Decoder,
+) -> BoxStream<'static, DfResult<RecordBatch>> {
+    struct State {
+        bodies: BoxStream<'static, DfResult<Bytes>>,
+        decoder: Decoder,
+        buf: Bytes,
+        finished: bool,
+    }
+    let state = State {
+        bodies,
+        decoder,
+        buf: Bytes::new(),
+        finished: false,
+    };
+    stream::try_unfold(state, |mut st| async move {
+        loop {
+            if st.finished {
+                return Ok(None);
+            }
+            if !st.buf.is_empty() {
+                let used = st.decoder.decode(&st.buf)?;
+                if used == 0 && st.decoder.capacity() > 0 {
+                    return Err(DataFusionError::Internal(
+                        "CSV decoder made no progress".to_string(),
+                    ));
+                }
+                st.buf.advance(used);
+                if st.decoder.capacity() == 0 {
+                    if let Some(batch) = st.decoder.flush()? {
+                        return Ok(Some((batch, st)));
+                    }
+                }
+                continue;
+            }
+            match st.bodies.try_next().await? {
+                Some(body) => st.buf = body,
+                None => {
+                    // End of input: let the decoder finish a last line without a newline.
+                    st.decoder.decode(&[])?;
+                    st.finished = true;
+                    if let Some(batch) = st.decoder.flush()? {
+                        return Ok(Some((batch, st)));
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
+}
