@@ -22,6 +22,21 @@ impl RowWriter {
         })
     }
 
+    /// CSV output as Ceph RGW writes it: NULL and MISSING as `null` instead of nothing, and
+    /// no field quoted unless QuoteFields is ALWAYS (RGW's ASNEEDED quotes nothing, so a
+    /// field holding the delimiter is written as it is). JSON output is unchanged.
+    pub(crate) fn writing_as_ceph(self) -> Self {
+        match self {
+            RowWriter::Csv(mut w) => {
+                w.null = "null";
+                w.special = [false; 256];
+                w.special_list.clear();
+                RowWriter::Csv(w)
+            }
+            json => json,
+        }
+    }
+
     #[inline]
     pub fn begin_row(&self, out: &mut Vec<u8>) {
         if let RowWriter::Json(_) = self {
@@ -85,7 +100,7 @@ impl RowWriter {
         match self {
             RowWriter::Csv(w) => match v {
                 Value::Str(s) => w.field(out, i, s, true),
-                Value::Null | Value::Missing => w.field(out, i, "", false),
+                Value::Null | Value::Missing => w.field(out, i, w.null, false),
                 Value::Int(n) => w.field(out, i, NumText::default().int(*n), true),
                 Value::Decimal(d) => w.field(out, i, NumText::default().decimal(d), true),
                 other => w.field(out, i, &to_text(other), true),
@@ -106,7 +121,7 @@ impl RowWriter {
             RowWriter::Csv(w) => match node {
                 Node::String(s) => w.field(out, i, s, true),
                 Node::Number(n) => w.field(out, i, n, true),
-                Node::Null => w.field(out, i, "", false),
+                Node::Null => w.field(out, i, w.null, false),
                 Node::Scalar(v) => self.value_field(out, i, name, &v.value()),
                 other => {
                     let mut text = Vec::new();
@@ -182,6 +197,8 @@ pub struct CsvWriter {
     special: [bool; 256],
     /// The same bytes as a list, for memchr.
     special_list: Vec<u8>,
+    /// What NULL and MISSING are written as: nothing, as AWS writes them.
+    null: &'static str,
 }
 
 impl CsvWriter {
@@ -215,6 +232,7 @@ impl CsvWriter {
             always: c.quote_fields == QuoteFields::Always,
             special,
             special_list,
+            null: "",
         })
     }
 

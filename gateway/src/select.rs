@@ -163,7 +163,7 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
         tx: tx.clone(),
         buf: Vec::with_capacity(MAX_RECORDS_PAYLOAD),
         progress,
-        last_progress: None,
+        last_progress: Stats::default(),
     };
     let result = select.run(&*source, &mut sink).and_then(|stats| {
         sink.flush()?;
@@ -181,9 +181,9 @@ struct ChannelSink {
     tx: mpsc::Sender<Msg>,
     buf: Vec<u8>,
     progress: bool,
-    /// The last Progress sent: the engine reports again after its last chunk, and an
-    /// unchanged count is not worth an event.
-    last_progress: Option<Stats>,
+    /// The last Progress sent (none yet: zeros): the engine reports again after its last
+    /// chunk, and an unchanged count is not worth an event.
+    last_progress: Stats,
 }
 
 fn client_gone() -> SelectError {
@@ -228,8 +228,8 @@ impl Sink for ChannelSink {
         // Rows found so far go out now rather than waiting for a full payload, so that a
         // selective scan streams instead of arriving at the end.
         self.flush()?;
-        if self.progress && self.last_progress != Some(*stats) {
-            self.last_progress = Some(*stats);
+        if self.progress && self.last_progress != *stats {
+            self.last_progress = *stats;
             self.send(Msg::Progress(*stats))?;
         }
         if self.tx.is_closed() {
@@ -545,7 +545,7 @@ mod tests {
             tx,
             buf: Vec::new(),
             progress: false,
-            last_progress: None,
+            last_progress: Stats::default(),
         };
         let data = vec![b'x'; 3 * MAX_RECORDS_PAYLOAD + 10];
         let handle = std::thread::spawn(move || {
@@ -576,7 +576,7 @@ mod tests {
             tx,
             buf: Vec::new(),
             progress: false,
-            last_progress: None,
+            last_progress: Stats::default(),
         };
         assert!(sink.progress(&Stats::default()).is_err());
     }

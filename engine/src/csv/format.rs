@@ -20,6 +20,20 @@ pub struct CsvFormat {
     pub comment: Vec<u8>,
     pub allow_quoted_record_delimiter: bool,
     pub header: FileHeaderInfo,
+    /// How quotes and the escape are read (the rules of the SQL dialect).
+    pub quoting: Quoting,
+}
+
+/// How a record's quotes and escapes are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Quoting {
+    /// AWS's: a quote opens a quoted field only at the field's start (see
+    /// `csv::record`'s scalar reader).
+    #[default]
+    Aws,
+    /// Ceph RGW's: a quote anywhere opens or closes a quoted run, and the escape outside
+    /// quotes makes the next byte literal (see `parse_record_ceph`).
+    Ceph,
 }
 
 impl CsvFormat {
@@ -60,7 +74,16 @@ impl CsvFormat {
             comment,
             allow_quoted_record_delimiter: input.allow_quoted_record_delimiter,
             header: input.file_header_info,
+            quoting: Quoting::Aws,
         })
+    }
+
+    /// This format read with Ceph RGW's quoting rules. RGW reads a record to its delimiter
+    /// whatever the quotes, so AllowQuotedRecordDelimiter does not apply.
+    pub fn with_ceph_quoting(mut self) -> Self {
+        self.quoting = Quoting::Ceph;
+        self.allow_quoted_record_delimiter = false;
+        self
     }
 
     /// The format that cuts JSON input into chunks at newlines: no quoting (a newline cannot
@@ -74,6 +97,7 @@ impl CsvFormat {
             comment: Vec::new(),
             allow_quoted_record_delimiter: false,
             header: FileHeaderInfo::None,
+            quoting: Quoting::Aws,
         }
     }
 

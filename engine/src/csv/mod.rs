@@ -8,6 +8,6 @@ pub mod scan;
 pub(crate) mod select;
 
 pub use chunk::{ChunkBuf, Chunker};
-pub use format::{CsvFormat, MAX_RECORD_BYTES};
+pub use format::{CsvFormat, Quoting, MAX_RECORD_BYTES};
 pub use record::Record;
 pub use scan::{Flow, Scanner};

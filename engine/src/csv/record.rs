@@ -16,7 +16,8 @@
 //! * *start* — a quote here opens a quoted field; anything else starts an unquoted one;
 //! * *unquoted* — the field delimiter ends the field, the record delimiter ends the record,
 //!   every other byte (a quote too: `5'10"` stays as written) belongs to the field;
-//! * *quoted* — the escape followed by the quote (or by itself, when they differ) is a literal;
+//! * *quoted* — the escape (when it differs from the quote) is dropped and the byte after it
+//!   kept, so `\"` is a quote and `\B` is `B`;
 //!   with the escape equal to the quote, a doubled quote is a literal quote; a lone quote
 //!   closes the field; the record delimiter belongs to the field only when
 //!   AllowQuotedRecordDelimiter is set, and is an error (`CSVEscapingRecordDelimiter`)
@@ -26,10 +27,24 @@
 //!
 //! A record that begins with the comment marker is skipped up to its delimiter, quotes and
 //! all. An empty line is no record.
+//!
+//! # Ceph RGW's rules
+//!
+//! The Ceph dialect reads quotes as RGW does ([`parse_record_ceph`]), with two states:
+//!
+//! * *unquoted* — the field delimiter ends the field, the record delimiter the record; a
+//!   quote (anywhere in the field, not only at its start) is dropped and opens a quoted run;
+//!   the escape is dropped and the byte after it is taken as it is (`\,` is a comma);
+//! * *quoted* — a quote is dropped and closes the run (so `"a""b"` is `ab`); every other
+//!   byte, the escape and the field delimiter included, belongs to the field; the record
+//!   delimiter is an error (`CSVParsingError`): RGW's "escaped_string_not_closed".
+//!
+//! Records without a quote or escape byte read the same under both rules, so the fast path
+//! serves both; only records that hold one come here.
 
 use std::cell::Cell;
 
-use crate::csv::format::{CsvFormat, MAX_RECORD_BYTES};
+use crate::csv::format::{CsvFormat, Quoting, MAX_RECORD_BYTES};
 use crate::err;
 use crate::error::Result;
 
@@ -290,6 +305,9 @@ pub(crate) fn parse_record(
     pos: usize,
     rec: &mut Record<'_>,
 ) -> Result<Parsed> {
+    if fmt.quoting == Quoting::Ceph {
+        return parse_record_ceph(fmt, buf, pos, rec);
+    }
     let n = buf.len();
     let rd = &fmt.record;
     if buf[pos..].starts_with(rd) {
@@ -358,6 +376,16 @@ pub(crate) fn parse_record(
                         i += 2 * escape.len();
                         continue;
                     }
+                    // Before any other byte the escape is dropped and the byte kept, as
+                    // Python's csv and MinIO read it (`"A\B"` is `AB`); the record
+                    // delimiter is left to the rules below.
+                    if let Some(&b) = after.first() {
+                        if !after.starts_with(rd) {
+                            rec.scratch.push(b);
+                            i += escape.len() + 1;
+                            continue;
+                        }
+                    }
                 }
                 if rest.starts_with(quote) {
                     if escape_is_quote && rest[quote.len()..].starts_with(quote) {
@@ -399,6 +427,86 @@ pub(crate) fn parse_record(
                 .push((field_start as u32, rec.scratch.len() as u32));
             rec.end = i;
             return Ok(Parsed::Record { next: i + rd.len() });
+        } else {
+            rec.scratch.push(buf[i]);
+            i += 1;
+        }
+    }
+}
+
+/// [`parse_record`] with Ceph RGW's quoting rules (see the module documentation).
+fn parse_record_ceph(
+    fmt: &CsvFormat,
+    buf: &[u8],
+    pos: usize,
+    rec: &mut Record<'_>,
+) -> Result<Parsed> {
+    let rd = &fmt.record;
+    if buf[pos..].starts_with(rd) {
+        return Ok(Parsed::Skip {
+            next: pos + rd.len(),
+        });
+    }
+    if !fmt.comment.is_empty() && buf[pos..].starts_with(&fmt.comment) {
+        let next = match memchr::memmem::find(&buf[pos..], rd) {
+            Some(i) => pos + i + rd.len(),
+            None => buf.len(),
+        };
+        return Ok(Parsed::Skip { next });
+    }
+    rec.reset_scratch(pos);
+    let quote = fmt.quote.as_slice();
+    // An escape equal to the quote (the default) is no escape here: a quote toggles.
+    let escape = match fmt.escape.as_slice() {
+        e if e == quote => &[][..],
+        e => e,
+    };
+    let mut quoted = false;
+    let mut field_start = 0usize;
+    let mut i = pos;
+    loop {
+        if i - pos > MAX_RECORD_BYTES {
+            return Err(err!(
+                OverMaxRecordSize,
+                "a record is longer than the 1 MiB limit (at input offset {pos})"
+            ));
+        }
+        let rest = &buf[i..];
+        if rest.is_empty() || rest.starts_with(rd) {
+            if quoted {
+                return Err(err!(
+                    CSVParsingError,
+                    "a quote opened in the record at input offset {pos} is not closed before \
+                     the record ends (escaped_string_not_closed)"
+                ));
+            }
+            rec.spans
+                .push((field_start as u32, rec.scratch.len() as u32));
+            rec.end = i;
+            let next = if rest.is_empty() { i } else { i + rd.len() };
+            return Ok(Parsed::Record { next });
+        }
+        if !quote.is_empty() && rest.starts_with(quote) {
+            quoted = !quoted;
+            i += quote.len();
+        } else if quoted {
+            rec.scratch.push(buf[i]);
+            i += 1;
+        } else if !escape.is_empty() && rest.starts_with(escape) {
+            // The escape takes the next byte as it is, but never the record's delimiter.
+            i += escape.len();
+            match buf.get(i) {
+                Some(&b) if !buf[i..].starts_with(rd) => {
+                    rec.scratch.push(b);
+                    i += 1;
+                }
+                _ => {}
+            }
+        } else if rest.starts_with(&fmt.field) {
+            rec.spans
+                .push((field_start as u32, rec.scratch.len() as u32));
+            field_start = rec.scratch.len();
+            i += fmt.field.len();
         } else {
             rec.scratch.push(buf[i]);
             i += 1;

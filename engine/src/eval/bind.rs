@@ -16,7 +16,7 @@ use crate::sql::ast::{
     PathStep, Projection, Query, Source, UnaryOp,
 };
 use crate::sql::Dialect;
-use crate::value::like::LikePattern;
+use crate::value::like::{LikePattern, LikeSyntax};
 use crate::value::{Decimal, Timestamp, Value};
 
 /// One aggregate of the SELECT list.
@@ -97,7 +97,11 @@ pub fn bind(query: &Query, dialect: Dialect, columns: Columns<'_>) -> Result<Pla
     }
     // The leading `[*]` is over the top-level values, which make rows anyway.
     let after_root = query.from.path.get(1..).unwrap_or_default();
-    let rows = after_root.iter().map(row_step).collect::<Vec<_>>();
+    let mut rows = after_root.iter().map(row_step).collect::<Vec<_>>();
+    // Ceph RGW makes a row of each element of the array a FROM path ends at.
+    if dialect == Dialect::Ceph && matches!(after_root.last(), Some(FromStep::Key(_))) {
+        rows.push(RowStep::ElementsOrValue);
+    }
     let implicit_alias = match after_root.last() {
         _ if query.from.alias.is_some() => None,
         Some(FromStep::Key(k)) => Some(k.name.as_str()),
@@ -238,6 +242,7 @@ fn references_fields(e: &CExpr) -> bool {
         any |= matches!(
             x,
             CExpr::Field { .. }
+                | CExpr::NullableField { .. }
                 | CExpr::Path { .. }
                 | CExpr::EmptyAsNullCast { .. }
                 | CExpr::IntFieldCmp { .. }
@@ -254,6 +259,7 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
     match e {
         CExpr::Const(_)
         | CExpr::Field { .. }
+        | CExpr::NullableField { .. }
         | CExpr::Path { .. }
         | CExpr::EmptyAsNullCast { .. }
         | CExpr::IntFieldCmp { .. }
@@ -271,7 +277,10 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
         }
         CExpr::Like { expr, pattern, .. } => {
             go(expr);
-            if let LikeSpec::Dynamic { pattern, escape } = pattern {
+            if let LikeSpec::Dynamic {
+                pattern, escape, ..
+            } = pattern
+            {
                 go(pattern);
                 if let Some(e) = escape {
                     go(e);
@@ -329,8 +338,15 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
     }
 }
 
-fn literal(l: &Literal, pos: ast::Pos) -> Result<Value<'static>> {
+/// A literal's value. A number with a point is a DECIMAL to AWS (as to Ion) and a double
+/// to Ceph RGW, whose s3select computes in int64 and double only; so `1.5 * 2.0` cannot
+/// overflow 38 digits there.
+fn literal(l: &Literal, dialect: Dialect, pos: ast::Pos) -> Result<Value<'static>> {
     Ok(match l {
+        Literal::Decimal(s) if dialect == Dialect::Ceph => Value::Float(
+            crate::value::numeric::parse_f64(s)
+                .ok_or_else(|| err!(LexerInvalidLiteral, "invalid number {s} (at {pos})"))?,
+        ),
         Literal::Null => Value::Null,
         Literal::Missing => Value::Missing,
         Literal::Bool(b) => Value::Bool(*b),
@@ -383,7 +399,7 @@ fn row_step(s: &FromStep) -> RowStep {
     }
 }
 
-impl Binder<'_> {
+impl<'q> Binder<'q> {
     /// Whether `name` is what the row goes by: the FROM alias, the implicit name at the end
     /// of a FROM path, or `S3Object` itself.
     fn names_row(&self, name: &Ident) -> bool {
@@ -392,6 +408,15 @@ impl Binder<'_> {
             (None, Some(implicit)) if name.name.eq_ignore_ascii_case(implicit) => true,
             _ => name.name.eq_ignore_ascii_case("s3object") && !name.quoted,
         }
+    }
+
+    /// Whether the qualifier `q` names the row as `_1`, the first (and only) "column" of
+    /// a JSON row: `_1.created FROM S3Object[*]`, `_1.c1 FROM S3Object[*].root`. MinIO and
+    /// Ceph RGW read it so, whatever the FROM path; Sift does when the FROM clause has no
+    /// alias. Only as a qualifier: a bare `_1` is still the key `_1` (the names JSON output
+    /// gives CSV columns).
+    fn row_by_position(&self, q: &Ident) -> bool {
+        self.alias.is_none() && !q.quoted && q.name == "_1"
     }
 
     /// A column of JSON input: a path from the row. `s.a.b` starts at the row when `s`
@@ -408,7 +433,9 @@ impl Binder<'_> {
         };
         let mut steps = Vec::with_capacity(c.path.len() + 2);
         match &c.qualifier {
-            Some(q) if self.names_row(q) => steps.push(key_step(&target)),
+            Some(q) if self.names_row(q) || self.row_by_position(q) => {
+                steps.push(key_step(&target))
+            }
             Some(q) => {
                 steps.push(key_step(q));
                 steps.push(key_step(&target));
@@ -449,18 +476,37 @@ impl Binder<'_> {
                 ));
             }
         }
-        match &c.target {
-            ColumnTarget::Position(0) => Err(err!(
-                InvalidColumnIndex,
-                "column _0 at {} does not exist: positions start at _1",
-                c.pos
-            )),
+        let field = match &c.target {
+            ColumnTarget::Position(0) => {
+                return Err(err!(
+                    InvalidColumnIndex,
+                    "column _0 at {} does not exist: positions start at _1",
+                    c.pos
+                ))
+            }
             ColumnTarget::Position(n) => {
                 let index = usize::try_from(*n - 1).unwrap_or(usize::MAX);
-                Ok(CExpr::Field { index })
+                CExpr::Field { index }
             }
-            ColumnTarget::Name(id) => self.named_column(id),
-        }
+            ColumnTarget::Name(id) => self.named_column(id)?,
+        };
+        // Ceph RGW reads an empty CSV field as NULL (`int(_3)` of an empty field is NULL,
+        // not a cast error), and writes it back as `null`.
+        Ok(match field {
+            CExpr::Field { index } if self.dialect == Dialect::Ceph => {
+                CExpr::NullableField { index }
+            }
+            other => other,
+        })
+    }
+
+    /// The SELECT item whose alias is `id` (Ceph dialect: aliases are names everywhere).
+    fn select_alias(&self, id: &Ident) -> Option<&'q ast::SelectItem> {
+        self.items.iter().find(|it| {
+            it.alias
+                .as_ref()
+                .is_some_and(|a| names_match(a, &id.name, id.quoted))
+        })
     }
 
     fn named_column(&mut self, id: &Ident) -> Result<CExpr> {
@@ -478,6 +524,14 @@ impl Binder<'_> {
                 .map(|(i, _)| i)
                 .collect();
             match hits.as_slice() {
+                [_] if self.dialect == Dialect::Ceph && self.select_alias(id).is_some() => {
+                    return Err(err!(
+                        ProcessingTimeError,
+                        "multiple definition of column {{{}}} as schema-column and alias (at {})",
+                        id.name,
+                        id.pos
+                    ));
+                }
                 [i] => return Ok(CExpr::Field { index: *i }),
                 [] => {}
                 _ => {
@@ -492,20 +546,17 @@ impl Binder<'_> {
             }
         }
         if self.dialect == Dialect::Ceph {
-            let items = self.items;
-            if let Some(item) = items.iter().find(|it| {
-                it.alias
-                    .as_ref()
-                    .is_some_and(|a| names_match(a, &id.name, id.quoted))
-            }) {
+            if let Some(item) = self.select_alias(id) {
                 if self
                     .expanding
                     .iter()
                     .any(|n| n.eq_ignore_ascii_case(&id.name))
                 {
+                    // RGW's words, which its clients look for.
                     return Err(err!(
-                        EvaluatorBindingDoesNotExist,
-                        "alias '{}' refers to itself (at {})",
+                        ProcessingTimeError,
+                        "alias '{}' refers to itself (at {}): number of calls exceed maximum \
+                         size, probably a cyclic reference to alias",
                         id.name,
                         id.pos
                     ));
@@ -515,6 +566,12 @@ impl Binder<'_> {
                 self.expanding.pop();
                 return e;
             }
+            return Err(err!(
+                ProcessingTimeError,
+                "alias {{{}}} or column not exist in schema (at {})",
+                id.name,
+                id.pos
+            ));
         }
         Err(match self.header {
             Some(h) => err!(
@@ -540,7 +597,7 @@ impl Binder<'_> {
 
     fn expr(&mut self, e: &Expr) -> Result<CExpr> {
         Ok(match e {
-            Expr::Literal(l) => CExpr::Const(literal(l, ast::Pos::default())?),
+            Expr::Literal(l) => CExpr::Const(literal(l, self.dialect, ast::Pos::default())?),
             Expr::Column(c) => self.column(c)?,
             Expr::Unary { op, expr } => {
                 let inner = self.boxed(expr)?;
@@ -599,22 +656,29 @@ impl Binder<'_> {
                         ));
                     }
                 }
+                // Ceph RGW reads bracket classes in a pattern (see `LikeSyntax`).
+                let syntax = match self.dialect {
+                    Dialect::Ceph => LikeSyntax::CephClasses,
+                    Dialect::Aws => LikeSyntax::Sql,
+                };
                 let pattern = match (&pat, &esc) {
                     (CExpr::Const(p), None) if !p.is_absent() => LikeSpec::Const(
-                        LikePattern::compile(&crate::eval::coerce::to_text(p), None)?,
+                        LikePattern::compile_in(&crate::eval::coerce::to_text(p), None, syntax)?,
                     ),
                     (CExpr::Const(p), Some(CExpr::Const(e)))
                         if !p.is_absent() && !e.is_absent() =>
                     {
                         let esc = crate::eval::expr::like_escape_char(e)?;
-                        LikeSpec::Const(LikePattern::compile(
+                        LikeSpec::Const(LikePattern::compile_in(
                             &crate::eval::coerce::to_text(p),
                             Some(esc),
+                            syntax,
                         )?)
                     }
                     _ => LikeSpec::Dynamic {
                         pattern: Box::new(pat),
                         escape: esc.map(Box::new),
+                        syntax,
                     },
                 };
                 CExpr::Like {

@@ -16,7 +16,7 @@ use crate::eval::func::Func;
 use crate::json::path::{node_value, walk, Step};
 use crate::json::Node;
 use crate::sql::ast::{CastType, DatePart, Pos, TrimSpec};
-use crate::value::like::LikePattern;
+use crate::value::like::{LikePattern, LikeSyntax};
 use crate::value::numeric::parse_i64;
 use crate::value::Value;
 
@@ -46,6 +46,7 @@ pub enum LikeSpec {
     Dynamic {
         pattern: Box<CExpr>,
         escape: Option<Box<CExpr>>,
+        syntax: LikeSyntax,
     },
 }
 
@@ -55,6 +56,10 @@ pub enum CExpr {
     Const(Value<'static>),
     /// Field `index` (0-based) of the record; `name` is how the query wrote it.
     Field {
+        index: usize,
+    },
+    /// Field `index` as Ceph RGW reads a CSV field: NULL when empty (Ceph dialect).
+    NullableField {
         index: usize,
     },
     /// JSON input: the value at the end of `steps` from the row (the row itself when empty).
@@ -239,6 +244,10 @@ impl CExpr {
         match self {
             CExpr::Const(v) => Ok(v.clone()),
             CExpr::Field { index } => field_value(row.record, *index),
+            CExpr::NullableField { index } => match field_value(row.record, *index)? {
+                Value::Str(s) if s.is_empty() => Ok(Value::Null),
+                v => Ok(v),
+            },
             CExpr::Path { steps } => Ok(node_value(walk(row.node, steps))),
             CExpr::EmptyAsNullCast { index, to, pos } => {
                 let v = field_value(row.record, *index)?;
@@ -311,7 +320,11 @@ impl CExpr {
                 let text = to_text(&v);
                 let matched = match pattern {
                     LikeSpec::Const(p) => p.matches(&text),
-                    LikeSpec::Dynamic { pattern, escape } => {
+                    LikeSpec::Dynamic {
+                        pattern,
+                        escape,
+                        syntax,
+                    } => {
                         let p = pattern.eval(row)?;
                         if p.is_absent() {
                             return Ok(p);
@@ -331,7 +344,7 @@ impl CExpr {
                             },
                             None => None,
                         };
-                        LikePattern::compile(&to_text(&p), esc)?.matches(&text)
+                        LikePattern::compile_in(&to_text(&p), esc, *syntax)?.matches(&text)
                     }
                 };
                 Ok(Value::Bool(matched != *negated))

@@ -22,6 +22,9 @@ pub enum Func {
     NullIf,
     ToString,
     ToTimestamp,
+    /// TO_TIMESTAMP as Ceph RGW reads its argument: also ISO 8601's basic form,
+    /// `19500504T110806Z`.
+    CephToTimestamp,
     UtcNow,
     /// Ceph's `int(x)`: CAST(x AS INT).
     CephInt,
@@ -40,6 +43,7 @@ impl Func {
             "COALESCE" => (Func::Coalesce, 1, usize::MAX),
             "NULLIF" => (Func::NullIf, 2, 2),
             "TO_STRING" => (Func::ToString, 2, 2),
+            "TO_TIMESTAMP" if dialect == Dialect::Ceph => (Func::CephToTimestamp, 1, 1),
             "TO_TIMESTAMP" => (Func::ToTimestamp, 1, 1),
             "UTCNOW" => (Func::UtcNow, 0, 0),
             "INT" if dialect == Dialect::Ceph => (Func::CephInt, 1, 1),
@@ -123,11 +127,57 @@ impl Func {
                 let s = string_arg(&args[0], "TO_TIMESTAMP", pos)?;
                 Ok(Value::Timestamp(Timestamp::to_timestamp(&s)?))
             }
+            Func::CephToTimestamp => {
+                let s = string_arg(&args[0], "TO_TIMESTAMP", pos)?;
+                let extended = iso_basic_to_extended(&s);
+                Ok(Value::Timestamp(Timestamp::to_timestamp(
+                    extended.as_deref().unwrap_or(&s),
+                )?))
+            }
             Func::UtcNow => Ok(Value::Timestamp(Timestamp::utc_now())),
             Func::CephInt => coerce::cast(args.swap_remove(0), CastType::Int, pos),
             Func::CephFloat => coerce::cast(args.swap_remove(0), CastType::Float, pos),
         }
     }
+}
+
+/// `YYYYMMDDTHHMMSS[.f…](Z|±HHMM)`, ISO 8601's basic form, in the extended form
+/// (`YYYY-MM-DDTHH:MM:SS…`); `None` for any other text.
+fn iso_basic_to_extended(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    if !(digits(0..8) && b.get(8) == Some(&b'T') && digits(9..15)) {
+        return None;
+    }
+    let mut rest = &s[15..];
+    let mut fraction = "";
+    if let Some(f) = rest.strip_prefix('.') {
+        let n = f.bytes().take_while(u8::is_ascii_digit).count();
+        fraction = &rest[..n + 1];
+        rest = &f[n..];
+    }
+    let offset = match rest.as_bytes() {
+        [b'Z'] => "Z".to_string(),
+        [sign @ (b'+' | b'-'), h1, h2, m1, m2]
+            if [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit()) =>
+        {
+            format!(
+                "{}{}{}:{}{}",
+                *sign as char, *h1 as char, *h2 as char, *m1 as char, *m2 as char
+            )
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "{}-{}-{}T{}:{}:{}{fraction}{offset}",
+        &s[0..4],
+        &s[4..6],
+        &s[6..8],
+        &s[9..11],
+        &s[11..13],
+        &s[13..15]
+    ))
 }
 
 /// A string argument; other scalars are taken by their text.

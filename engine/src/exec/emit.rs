@@ -64,6 +64,8 @@ pub(crate) struct Emitter<'s> {
     aggs: Vec<AggState>,
     returned: u64,
     stats_now: StatsNow<'s>,
+    /// The counts after the previous chunk: what the next progress report says.
+    previous: Stats,
 }
 
 impl<'s> Emitter<'s> {
@@ -78,11 +80,17 @@ impl<'s> Emitter<'s> {
             aggs: plan.aggs.iter().map(|a| AggState::new(a.func)).collect(),
             returned: 0,
             stats_now,
+            previous: Stats::default(),
         }
     }
 
-    /// Writes one chunk's output; returns whether to go on. `consumed` is the input the
-    /// chunker has consumed, for the progress report.
+    /// Writes one chunk's output and reports progress; returns whether to go on. `consumed`
+    /// is the input the chunker has consumed.
+    ///
+    /// The report is one chunk behind: it gives the counts after the previous chunk. The
+    /// last chunk's are given once the run is done, after an aggregate's row is written, so
+    /// that the first report to show the whole input scanned also shows all that was
+    /// returned (clients such as ceph/s3-tests read the figures so).
     pub(crate) fn emit(
         &mut self,
         out: &mut ChunkOut,
@@ -109,7 +117,8 @@ impl<'s> Emitter<'s> {
             sink.write(bytes)?;
             self.returned += bytes.len() as u64;
         }
-        sink.progress(&(self.stats_now)(self.returned, Some(consumed)))?;
+        let now = (self.stats_now)(self.returned, Some(consumed));
+        sink.progress(&std::mem::replace(&mut self.previous, now))?;
         Ok(more)
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::csv::CsvFormat;
 use crate::error::Result;
-use crate::request::{InputFormat, JsonType};
+use crate::request::{Dialect, InputFormat, JsonType};
 
 /// The input kind, with what reading it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,10 +16,14 @@ pub(crate) enum Input {
 }
 
 impl Input {
-    /// The input kind a request names, its CSV options checked.
-    pub(crate) fn new(format: &InputFormat) -> Result<Input> {
+    /// The input kind a request names, its CSV options checked. CSV is read with the
+    /// quoting rules of the dialect.
+    pub(crate) fn new(format: &InputFormat, dialect: Dialect) -> Result<Input> {
         Ok(match format {
-            InputFormat::Csv(c) => Input::Csv(CsvFormat::new(c)?),
+            InputFormat::Csv(c) => Input::Csv(match dialect {
+                Dialect::Aws => CsvFormat::new(c)?,
+                Dialect::Ceph => CsvFormat::new(c)?.with_ceph_quoting(),
+            }),
             InputFormat::Json(j) => Input::Json(j.json_type),
             InputFormat::Parquet => Input::Parquet,
         })

@@ -28,7 +28,9 @@ mod text;
 use crate::err;
 use crate::error::Result;
 use crate::output::RowWriter;
-use crate::request::{Compression, JsonType, SelectRequest};
+use crate::request::{
+    Compression, CsvOutput, Dialect, JsonType, OutputSerialization, SelectRequest,
+};
 use crate::source::ObjectSource;
 use crate::sql::ast::Query;
 
@@ -89,7 +91,7 @@ impl Select {
     /// of the object is read, so that these errors reach the client as plain S3 errors.
     pub fn new(request: SelectRequest) -> Result<Select> {
         let query = crate::sql::parse(&request.sql, request.dialect)?;
-        let input = Input::new(&request.input.format)?;
+        let input = Input::new(&request.input.format, request.dialect)?;
         if input == Input::Parquet && request.input.compression != Compression::None {
             return Err(err!(
                 InvalidCompressionFormat,
@@ -98,7 +100,18 @@ impl Select {
                 request.input.compression
             ));
         }
-        let writer = RowWriter::new(&request.output)?;
+        let writer = match (&request.output, request.dialect) {
+            // Ceph RGW writes CSV whatever the OutputSerialization asks (a count over JSON
+            // input comes back as `3`, not `{"_1":3}`), and its clients parse that.
+            (OutputSerialization::Json(_), Dialect::Ceph) => {
+                RowWriter::new(&OutputSerialization::Csv(CsvOutput::default()))?
+            }
+            (output, _) => RowWriter::new(output)?,
+        };
+        let writer = match request.dialect {
+            Dialect::Ceph => writer.writing_as_ceph(),
+            Dialect::Aws => writer,
+        };
         if let Some(r) = &request.scan_range {
             if input == Input::Json(JsonType::Document) {
                 return Err(err!(

@@ -10,9 +10,12 @@
 //!   its text, so a document whose fields are mostly filtered out costs little more than the
 //!   tree's vectors. Numbers are typed only when an expression reads them (`1.5` is a
 //!   DECIMAL and `1e3` a FLOAT, as Ion reads JSON — see `crate::json::value`).
-//! - **Strict grammar.** RFC 8259 exactly: no comments, no trailing commas, no `NaN`, no
-//!   leading zeros, no unescaped control characters, valid UTF-8, no lone surrogate escapes.
-//!   Anything else is an error naming the byte offset, never a guess.
+//! - **Strict grammar.** RFC 8259, with one leniency: no comments, no trailing commas, no
+//!   `NaN`, no leading zeros, valid UTF-8, no lone surrogate escapes. Anything else is an
+//!   error naming the byte offset, never a guess. The leniency: a control character (a tab,
+//!   say) written raw inside a string is taken as it is, as MinIO's and Python's readers
+//!   (non-strict) take it; RFC 8259 asks for `\t`. Data written by hand or by careless
+//!   exporters has them, and refusing the whole object for a tab helps no one.
 //! - **Bounded depth.** Nesting deeper than [`MAX_DEPTH`] is an error rather than a stack
 //!   overflow: the parser recurses once per level.
 //! - **Duplicate keys** are all kept, in order; a path lookup takes the first.
@@ -333,7 +336,6 @@ impl<'a> Parser<'a> {
                         Some(_) => return self.error("invalid escape in a string"),
                     }
                 }
-                0..=0x1f => return self.error("unescaped control character in a string"),
                 _ => self.pos += 1,
             }
         }
@@ -400,10 +402,6 @@ impl<'a> Parser<'a> {
                 return self.error("unterminated string");
             };
             let raw = &self.input[self.pos..self.pos + stop];
-            if let Some(i) = raw.iter().position(|&b| b < 0x20) {
-                self.pos += i;
-                return self.error("unescaped control character in a string");
-            }
             if let Some(out) = decoded.as_mut() {
                 out.extend_from_slice(raw);
             }
@@ -766,6 +764,16 @@ mod tests {
             Node::String(Cow::Owned(s)) => assert_eq!(s, "tab\there \"q\" \\ / é 😀"),
             other => panic!("{other:?}"),
         }
+
+        // Raw control characters are taken as they are, escaped or not.
+        match ok("\"a\tb\u{1}\"") {
+            Node::String(s) => assert_eq!(s, "a\tb\u{1}"),
+            other => panic!("{other:?}"),
+        }
+        match ok("\"a\tb\\n\"") {
+            Node::String(Cow::Owned(s)) => assert_eq!(s, "a\tb\n"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -805,7 +813,6 @@ mod tests {
             ("[1,]", 3, "expected a JSON value"),
             ("\"abc", 4, "unterminated string"),
             ("\"a\\", 3, "unterminated string"),
-            ("\"a\tb\"", 2, "control character"),
             (r#""\x""#, 2, "invalid escape"),
             (r#""\u12""#, 3, "four hex digits"),
             (r#""\ud800""#, 7, "followed by a low one"),

@@ -35,6 +35,9 @@ pub enum RowStep {
     EachElement,
     /// `.*`
     EachMember,
+    /// The elements of an array, or any other value itself: how Ceph RGW reads a FROM path
+    /// that ends in a key (`S3Object[*].root` is each element of `root`).
+    ElementsOrValue,
 }
 
 /// Whether an object key is the name a query wrote: exactly, or ignoring ASCII case.
@@ -222,6 +225,14 @@ pub fn expand<'r, 'c>(
                 }
             }
             _ => rows.push(None),
+        },
+        RowStep::ElementsOrValue => match node {
+            Some(Node::Array(items)) => {
+                for item in items {
+                    expand(Some(item), rest, rows);
+                }
+            }
+            other => expand(other, rest, rows),
         },
     }
 }

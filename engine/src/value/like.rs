@@ -4,14 +4,30 @@
 //! infix (`'%abc%'`); those get dedicated matchers (the infix one uses memchr's SIMD
 //! substring search). Anything else runs a wildcard matcher that backtracks only to the most
 //! recent `%`, which is O(len(pattern) × len(input)) in the worst case and never exponential.
+//!
+//! Ceph RGW's s3select turns a LIKE pattern into a regular expression, so its patterns also
+//! take bracket classes (`[a-z]`, `[^0-9]`); [`LikeSyntax::CephClasses`] reads them, for the
+//! Ceph dialect only. (Every other regex character is a regex character to RGW too — `.`
+//! matches anything — which is a defect, not a dialect, and is not copied: here they are
+//! literals.)
 
 use memchr::memmem;
 
 use crate::err;
 use crate::error::SelectError;
 
-/// One element of a pattern after escapes are resolved.
+/// How a pattern is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LikeSyntax {
+    /// SQL's: `%`, `_` and the ESCAPE character.
+    Sql,
+    /// SQL's, and bracket classes as Ceph RGW reads them: `[abc]`, `[a-z]`, `[^a-z]`; a `]`
+    /// right after `[` or `[^` is a member.
+    CephClasses,
+}
+
+/// One element of a pattern after escapes are resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Tok {
     /// A character that must match exactly.
     Lit(char),
@@ -19,6 +35,25 @@ enum Tok {
     One,
     /// `%`: any sequence of characters, including none.
     Any,
+    /// A bracket class: one character in (or, negated, not in) the inclusive ranges.
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+}
+
+impl Tok {
+    /// Whether this single-character token takes `c`.
+    fn takes(&self, c: char) -> bool {
+        match self {
+            Tok::Lit(l) => *l == c,
+            Tok::One => true,
+            Tok::Any => false,
+            Tok::Class { negated, ranges } => {
+                ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&c)) != *negated
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +78,15 @@ impl LikePattern {
     /// `%`, `_` or the escape itself; anything else (including an escape at the end) is
     /// `LikeInvalidInputs`, as it is an unambiguous user error better reported than guessed.
     pub fn compile(pattern: &str, escape: Option<char>) -> Result<LikePattern, SelectError> {
+        LikePattern::compile_in(pattern, escape, LikeSyntax::Sql)
+    }
+
+    /// [`LikePattern::compile`] for a pattern written in `syntax`.
+    pub fn compile_in(
+        pattern: &str,
+        escape: Option<char>,
+        syntax: LikeSyntax,
+    ) -> Result<LikePattern, SelectError> {
         let mut toks = Vec::with_capacity(pattern.len());
         let mut it = pattern.chars();
         while let Some(c) = it.next() {
@@ -71,6 +115,7 @@ impl LikePattern {
                     }
                 }
                 '_' => toks.push(Tok::One),
+                '[' if syntax == LikeSyntax::CephClasses => toks.push(class(&mut it, pattern)?),
                 _ => toks.push(Tok::Lit(c)),
             }
         }
@@ -112,6 +157,46 @@ impl LikePattern {
             Matcher::Contains(f) => f.find(s.as_bytes()).is_some(),
             Matcher::All => true,
             Matcher::General(toks) => general_match(toks, s),
+        }
+    }
+}
+
+/// A bracket class, read after its `[`.
+fn class(it: &mut std::str::Chars<'_>, pattern: &str) -> Result<Tok, SelectError> {
+    let unterminated = || {
+        err!(
+            LikeInvalidInputs,
+            "LIKE pattern '{pattern}' has a '[' class without its ']'"
+        )
+    };
+    let mut negated = false;
+    let mut ranges = Vec::new();
+    let mut first = true;
+    loop {
+        let c = it.next().ok_or_else(unterminated)?;
+        match c {
+            '^' if first && !negated && ranges.is_empty() => {
+                negated = true;
+                continue;
+            }
+            ']' if !first => return Ok(Tok::Class { negated, ranges }),
+            _ => {}
+        }
+        first = false;
+        // `a-z`, unless the `-` is last (`[a-]` holds `a` and `-`).
+        let mut ahead = it.clone();
+        match (ahead.next(), ahead.next()) {
+            (Some('-'), Some(hi)) if hi != ']' => {
+                if hi < c {
+                    return Err(err!(
+                        LikeInvalidInputs,
+                        "LIKE pattern '{pattern}' has the empty range '{c}-{hi}'"
+                    ));
+                }
+                *it = ahead;
+                ranges.push((c, hi));
+            }
+            _ => ranges.push((c, c)),
         }
     }
 }
@@ -160,7 +245,7 @@ fn general_match(toks: &[Tok], s: &str) -> bool {
     let mut star: Option<(usize, usize)> = None; // (token after %, position % resumes at)
     loop {
         if t < toks.len() {
-            match toks[t] {
+            match &toks[t] {
                 Tok::Any => {
                     if t + 1 == toks.len() {
                         return true;
@@ -169,16 +254,9 @@ fn general_match(toks: &[Tok], s: &str) -> bool {
                     t += 1;
                     continue;
                 }
-                Tok::One => {
+                one => {
                     if let Some(c) = s[p..].chars().next() {
-                        p += c.len_utf8();
-                        t += 1;
-                        continue;
-                    }
-                }
-                Tok::Lit(l) => {
-                    if let Some(c) = s[p..].chars().next() {
-                        if c == l {
+                        if one.takes(c) {
                             p += c.len_utf8();
                             t += 1;
                             continue;
@@ -224,10 +302,9 @@ mod tests {
         dp[0][0] = true;
         for i in 1..=toks.len() {
             for j in 0..=cs.len() {
-                dp[i][j] = match toks[i - 1] {
+                dp[i][j] = match &toks[i - 1] {
                     Tok::Any => dp[i - 1][j] || (j > 0 && dp[i][j - 1]),
-                    Tok::One => j > 0 && dp[i - 1][j - 1],
-                    Tok::Lit(c) => j > 0 && cs[j - 1] == c && dp[i - 1][j - 1],
+                    one => j > 0 && one.takes(cs[j - 1]) && dp[i - 1][j - 1],
                 };
             }
         }
@@ -297,35 +374,89 @@ mod tests {
     }
 
     fn tok_strategy() -> impl Strategy<Value = Tok> {
+        let class = (
+            any::<bool>(),
+            prop::sample::select(vec![('a', 'a'), ('a', 'b'), ('b', 'é')]),
+        )
+            .prop_map(|(negated, range)| Tok::Class {
+                negated,
+                ranges: vec![range],
+            });
         prop_oneof![
             3 => prop::sample::select(vec!['a', 'b', 'é']).prop_map(Tok::Lit),
             1 => Just(Tok::One),
             1 => Just(Tok::Any),
+            1 => class,
         ]
     }
 
     fn render(toks: &[Tok]) -> String {
-        toks.iter()
-            .map(|t| match t {
-                Tok::Lit(c) => *c,
-                Tok::One => '_',
-                Tok::Any => '%',
-            })
-            .collect()
+        let mut out = String::new();
+        for t in toks {
+            match t {
+                Tok::Lit(c) => out.push(*c),
+                Tok::One => out.push('_'),
+                Tok::Any => out.push('%'),
+                Tok::Class { negated, ranges } => {
+                    out.push('[');
+                    if *negated {
+                        out.push('^');
+                    }
+                    for (lo, hi) in ranges {
+                        out.push(*lo);
+                        if lo != hi {
+                            out.push('-');
+                            out.push(*hi);
+                        }
+                    }
+                    out.push(']');
+                }
+            }
+        }
+        out
     }
 
     proptest! {
+        /// Every pattern shape (the Ceph syntax, which adds classes, covers the SQL one)
+        /// agrees with the dynamic-programming reference.
         #[test]
         fn agrees_with_reference(
             toks in prop::collection::vec(tok_strategy(), 0..8),
             s in "[abé]{0,10}",
         ) {
             let p = render(&toks);
-            let l = LikePattern::compile(&p, None);
+            let l = LikePattern::compile_in(&p, None, LikeSyntax::CephClasses);
             prop_assert!(l.is_ok());
             if let Ok(l) = l {
                 prop_assert_eq!(l.matches(&s), reference(&toks, &s), "pattern {:?} input {:?}", p, s);
             }
         }
+    }
+
+    #[test]
+    fn ceph_bracket_classes() {
+        let ceph = |p: &str, s: &str| {
+            LikePattern::compile_in(p, None, LikeSyntax::CephClasses)
+                .expect("compiles")
+                .matches(s)
+        };
+        assert!(ceph("%y[y-z]", "xyz"));
+        assert!(ceph("%y[y-z]", "yy"));
+        assert!(!ceph("%y[y-z]", "yx"));
+        assert!(ceph("[^0-9]_", "ab"));
+        assert!(!ceph("[^0-9]_", "1b"));
+        assert!(ceph("[]a]", "]"));
+        assert!(ceph("[a-]", "-"));
+        assert!(ceph("[abc]%", "cat"));
+        // A class is SQL text in the AWS dialect.
+        assert!(m("[a-z]", "[a-z]"));
+        assert!(!m("[a-z]", "q"));
+        let bad = |p: &str| {
+            LikePattern::compile_in(p, None, LikeSyntax::CephClasses)
+                .err()
+                .map(|e| e.code)
+        };
+        assert_eq!(bad("a[bc"), Some(ErrorCode::LikeInvalidInputs));
+        assert_eq!(bad("[z-a]"), Some(ErrorCode::LikeInvalidInputs));
     }
 }
