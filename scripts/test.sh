@@ -9,9 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --locked "$@"
 
-# Real Python clients (boto3, the AWS CLI) and the Docker files' checks, against the binary
-# the tests above just built; the script installs what it needs into a venv outside the clone.
-SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/py-clients.sh -q
+# Real Python clients (boto3, the AWS CLI), the Docker files' checks and the peer suites
+# (ceph/s3-tests' and minio/mint's s3select tests, fetched by scripts/peer-suites.sh), against
+# the binary the tests above just built; the script installs what it needs into a venv
+# outside the clone. `-rs` prints the reason of every SKIPPED test.
+SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/py-clients.sh -q -rs
 
 # Sift in front of a real Ceph RGW. scripts/ceph-rgw.sh builds (once, ~1 min) and starts a
 # standalone radosgw; when it cannot (not root, no Debian mirror), the RGW tests are reported

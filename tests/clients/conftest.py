@@ -83,12 +83,18 @@ def _read_first_line(stream, timeout: float) -> str:
 def gateway(tmp_path_factory):
     """A `sift gateway` on a free loopback port with one user; SIGTERMed at the end, which
     must stop it with exit status 0."""
+    yield from running_gateway(tmp_path_factory)
+
+
+def running_gateway(tmp_path_factory, *flags: str):
+    """Starts a `sift gateway` with `flags` added, yields it once /health answers, and stops
+    it with SIGTERM, which must end it with exit status 0. For fixtures (`yield from`)."""
     data_dir = tmp_path_factory.mktemp("sift-data")
     log_path = tmp_path_factory.mktemp("sift-log") / "gateway.stderr"
     log = open(log_path, "wb")
     proc = subprocess.Popen(
         [_sift_bin(), "gateway", "--listen", "127.0.0.1:0", "--data-dir", str(data_dir),
-         "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY],
+         "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY, *flags],
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
