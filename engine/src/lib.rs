@@ -15,26 +15,36 @@
 //! # Ok::<(), sift_engine::SelectError>(())
 //! ```
 //!
-//! The pieces, in the order data flows through them:
-//! [`source`] (bytes, decompression) → [`csv`] (record-aligned chunks, records, fields) →
-//! [`eval`] (the bound query) → [`output`] (CSV/JSON rows) → a [`Sink`]. [`sql`] parses the
-//! statement and [`value`] holds the value types and their functions. JSON input goes
-//! through [`json`] instead of [`csv`], Parquet input through [`parquet`].
+//! The public API is what the gateway, the CLI and the TPC-DS client use: a request
+//! ([`SelectRequest`] and its parts), a validated [`Select`], the sources it reads
+//! ([`ObjectSource`] and its implementations), the [`Sink`] it writes to, its [`Stats`]
+//! and its errors ([`SelectError`], [`ErrorCode`]). Everything else is crate-internal.
+//!
+//! The pieces, in the order data flows through them: `source` (bytes, decompression) →
+//! `csv` (record-aligned chunks, records, fields) → `eval` (the bound query) → `output`
+//! (CSV/JSON rows) → a [`Sink`]; `exec` runs a select through them. `sql` parses the
+//! statement and `value` holds the value types and their functions. JSON input goes through
+//! `json` instead of `csv`, Parquet input through `parquet`. The property tests and fuzz
+//! targets reach the readers and the parser (`csv`, `json`, `sql`), which are public for
+//! them and hidden from the documentation: not API, free to change.
 
+#[doc(hidden)]
 pub mod csv;
-pub mod error;
-pub mod eval;
-pub mod exec;
+mod error;
+mod eval;
+mod exec;
+#[doc(hidden)]
 pub mod json;
-pub mod output;
-pub mod parquet;
-pub mod request;
-pub mod source;
+mod output;
+mod parquet;
+mod request;
+mod source;
+#[doc(hidden)]
 pub mod sql;
-pub mod value;
+mod value;
 
 pub use error::{ErrorCode, Result, SelectError};
-pub use exec::{Select, Sink, Stats};
+pub use exec::{Select, Sink, Stats, DEFAULT_CHUNK_SIZE};
 pub use request::{
     Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat, InputSerialization,
     JsonInput, JsonOutput, JsonType, OutputSerialization, QuoteFields, ScanRange, SelectRequest,

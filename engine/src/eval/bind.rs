@@ -771,10 +771,7 @@ impl<'q> Binder<'q> {
                 pos: *pos,
             },
             Expr::Trim {
-                spec,
-                chars,
-                expr,
-                pos,
+                spec, chars, expr, ..
             } => CExpr::Trim {
                 spec: *spec,
                 chars: match chars {
@@ -782,7 +779,6 @@ impl<'q> Binder<'q> {
                     None => None,
                 },
                 expr: self.boxed(expr)?,
-                pos: *pos,
             },
             Expr::Function { name, args, pos } => {
                 let func = Func::resolve(name, args.len(), self.dialect, *pos)?;

@@ -166,7 +166,6 @@ pub enum CExpr {
         spec: TrimSpec,
         chars: Option<Box<CExpr>>,
         expr: Box<CExpr>,
-        pos: Pos,
     },
     Func {
         func: Func,
@@ -466,12 +465,7 @@ impl CExpr {
                 let b = coerce::to_timestamp_arg(b, "DATE_DIFF", *pos)?;
                 Ok(Value::Int(a.date_diff(*part, &b)?))
             }
-            CExpr::Trim {
-                spec,
-                chars,
-                expr,
-                pos: _,
-            } => {
+            CExpr::Trim { spec, chars, expr } => {
                 let v = expr.eval(row)?;
                 if v.is_absent() {
                     return Ok(v);

@@ -86,12 +86,12 @@ impl Func {
                 "CHAR_LENGTH",
                 pos,
             )?))),
-            Func::Lower => Ok(Value::Str(Cow::Owned(
-                string_arg(&args[0], "LOWER", pos)?.to_lowercase(),
-            ))),
-            Func::Upper => Ok(Value::Str(Cow::Owned(
-                string_arg(&args[0], "UPPER", pos)?.to_uppercase(),
-            ))),
+            Func::Lower => Ok(Value::Str(Cow::Owned(crate::value::strings::lower(
+                &string_arg(&args[0], "LOWER", pos)?,
+            )))),
+            Func::Upper => Ok(Value::Str(Cow::Owned(crate::value::strings::upper(
+                &string_arg(&args[0], "UPPER", pos)?,
+            )))),
             Func::Substring => {
                 let s = string_arg(&args[0], "SUBSTRING", pos)?;
                 let start = coerce::to_int_arg(args[1].clone(), "SUBSTRING", pos)?;

@@ -68,10 +68,6 @@ impl BatchRows {
         self.rows
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rows == 0
-    }
-
     /// The columns with their names, downcast once for the whole batch.
     pub fn columns(&self) -> Vec<(&str, Column<'_>)> {
         self.schema

@@ -268,13 +268,13 @@ impl Decimal {
     }
 
     /// Nearest f64, correctly rounded (via the decimal text, so `0.1` becomes the f64 `0.1`).
-    pub fn to_f64(&self) -> f64 {
+    pub fn to_f64(self) -> f64 {
         self.to_string().parse().unwrap_or(f64::NAN)
     }
 
     /// The integer part (truncated toward zero, as `CAST(1.9 AS INT)` gives 1); `None` when it
     /// does not fit an i64.
-    pub fn to_i64_trunc(&self) -> Option<i64> {
+    pub fn to_i64_trunc(self) -> Option<i64> {
         let q = match pow10(self.scale as u32) {
             Some(p) => self.mantissa / p,
             None => 0,

@@ -77,6 +77,7 @@ impl LikePattern {
     /// Compiles `pattern` with an optional escape character. An escape must be followed by
     /// `%`, `_` or the escape itself; anything else (including an escape at the end) is
     /// `LikeInvalidInputs`, as it is an unambiguous user error better reported than guessed.
+    #[cfg(test)]
     pub fn compile(pattern: &str, escape: Option<char>) -> Result<LikePattern, SelectError> {
         LikePattern::compile_in(pattern, escape, LikeSyntax::Sql)
     }
@@ -126,6 +127,7 @@ impl LikePattern {
 
     /// Like [`LikePattern::compile`] but takes the ESCAPE operand as the SQL string it is; it
     /// must be exactly one character (`LikeInvalidInputs` otherwise).
+    #[cfg(test)]
     pub fn compile_with_escape_str(
         pattern: &str,
         escape: Option<&str>,

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use crate::json::Node;
 
 pub use decimal::Decimal;
-pub use like::LikePattern;
 pub use timestamp::Timestamp;
 
 /// One value. `Missing` is PartiQL's absent value (a column beyond the end of the record);

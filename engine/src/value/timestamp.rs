@@ -480,7 +480,7 @@ impl Timestamp {
     /// offsets with `Z` for zero, `x…` with `+00`, except that one `X` prints `+HHmm` as AWS
     /// documents (`+0800`), not java.time's `+HH`. Date-only and unknown-offset values
     /// format at UTC.
-    pub fn to_string_with(&self, pattern: &str) -> Result<String, SelectError> {
+    pub fn to_string_with(self, pattern: &str) -> Result<String, SelectError> {
         let l = self.local();
         let off = self.offset_minutes.unwrap_or(0) as i32;
         let mut out = String::with_capacity(pattern.len() + 8);
