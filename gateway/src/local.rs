@@ -19,7 +19,7 @@ use sift_engine::{FileSource, ObjectSource};
 
 use crate::select::{OpenSource, SelectService};
 use crate::store::{
-    blocking, hex, validate_key, Listing, LocalStore, NewObject, ObjectMeta, StoreError,
+    blocking, hex, validate_key, At, Listing, LocalStore, NewObject, ObjectMeta, StoreError,
     StoredHeaders, WriteCondition, MAX_PART_NUMBER,
 };
 
@@ -120,10 +120,10 @@ impl LocalGateway {
                     let chunk = chunk.map_err(body_error)?;
                     md5.update(&chunk);
                     size += chunk.len() as u64;
-                    file.write_all(&chunk).await.map_err(StoreError::Io)?;
+                    file.write_all(&chunk).await.at(&temp)?;
                 }
             }
-            file.sync_all().await.map_err(StoreError::Io)?;
+            file.sync_all().await.at(&temp)?;
             Ok(())
         }
         .await;
@@ -803,7 +803,7 @@ impl S3 for LocalGateway {
             let copied = io::copy(&mut file, &mut out).and_then(|_| out.sync_all());
             if let Err(e) = copied {
                 let _ = fs::remove_file(&temp);
-                return Err(e.into());
+                return Err(e).at(&temp);
             }
             let (content_type, metadata, headers) = if replace {
                 (
@@ -1061,7 +1061,7 @@ impl S3 for LocalGateway {
                 Ok(md5) => hex(&md5),
                 Err(e) => {
                     let _ = fs::remove_file(&temp);
-                    return Err(e.into());
+                    return Err(e).at(&temp);
                 }
             };
             store.commit_part(&bucket, &key, &id, number, &temp, &etag)?;

@@ -73,8 +73,25 @@ pub enum StoreError {
     InvalidArgument(String),
     #[error("object metadata is corrupt: {0}")]
     CorruptMetadata(#[from] serde_json::Error),
-    #[error("storage I/O error: {0}")]
-    Io(#[from] io::Error),
+    #[error("storage I/O error on {}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    /// A blocking task of the store could not be run to its end (the runtime shut down).
+    #[error("a storage task failed: {0}")]
+    Task(String),
+}
+
+/// Attaches the path an I/O error happened on: `fs::read(&p).at(&p)?`.
+pub(crate) trait At<T> {
+    fn at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> At<T> for io::Result<T> {
+    fn at(self, path: &Path) -> Result<T> {
+        self.map_err(|source| StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
 }
 
 impl From<StoreError> for S3Error {
@@ -97,7 +114,7 @@ impl From<StoreError> for S3Error {
             StoreError::MalformedXml(_) => S3ErrorCode::MalformedXML,
             StoreError::PreconditionFailed => S3ErrorCode::PreconditionFailed,
             StoreError::InvalidArgument(_) => S3ErrorCode::InvalidArgument,
-            StoreError::CorruptMetadata(_) | StoreError::Io(_) => {
+            StoreError::CorruptMetadata(_) | StoreError::Io { .. } | StoreError::Task(_) => {
                 return S3Error::internal_error(e);
             }
         };
@@ -209,11 +226,15 @@ pub(crate) fn validate_key(key: &str) -> Result<()> {
     Ok(())
 }
 
-fn not_found_as(e: io::Error, err: StoreError) -> StoreError {
+/// `err` when `e` says the file is not there; otherwise `e`, with the path it happened on.
+fn not_found_as(e: io::Error, path: &Path, err: StoreError) -> StoreError {
     if e.kind() == io::ErrorKind::NotFound {
         err
     } else {
-        StoreError::Io(e)
+        StoreError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }
     }
 }
 
@@ -223,7 +244,7 @@ pub(crate) async fn blocking<T: Send + 'static>(
 ) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| StoreError::Io(io::Error::other(e)))?
+        .map_err(|e| StoreError::Task(e.to_string()))?
 }
 
 /// What a writer knows about an object it is committing.
@@ -326,8 +347,8 @@ impl LocalStore {
 
     fn read_bucket_meta(&self, bucket: &str) -> Result<BucketMeta> {
         let dir = self.check_bucket(bucket)?;
-        let text = fs::read(dir.join("bucket.json"))
-            .map_err(|e| not_found_as(e, StoreError::NoSuchBucket))?;
+        let path = dir.join("bucket.json");
+        let text = fs::read(&path).map_err(|e| not_found_as(e, &path, StoreError::NoSuchBucket))?;
         Ok(serde_json::from_slice(&text)?)
     }
 
@@ -336,13 +357,15 @@ impl LocalStore {
     pub fn create_bucket(&self, bucket: &str, owner: &str) -> Result<()> {
         validate_bucket_name(bucket)?;
         let staging = self.tmp_path();
-        fs::create_dir_all(staging.join("meta"))?;
-        fs::create_dir_all(staging.join("data"))?;
+        for dir in [staging.join("meta"), staging.join("data")] {
+            fs::create_dir_all(&dir).at(&dir)?;
+        }
         let meta = BucketMeta {
             owner: owner.to_string(),
             created_unix_ms: now_ms(),
         };
-        fs::write(staging.join("bucket.json"), serde_json::to_vec(&meta)?)?;
+        let meta_path = staging.join("bucket.json");
+        fs::write(&meta_path, serde_json::to_vec(&meta)?).at(&meta_path)?;
         // rename(2) onto an existing non-empty directory fails, so two creators race safely.
         match fs::rename(&staging, self.bucket_dir(bucket)) {
             Ok(()) => Ok(()),
@@ -357,7 +380,7 @@ impl LocalStore {
             }
             Err(e) => {
                 let _ = fs::remove_dir_all(&staging);
-                Err(e.into())
+                Err(e).at(&staging)
             }
         }
     }
@@ -374,8 +397,9 @@ impl LocalStore {
     /// The buckets `owner` owns, sorted by name, with their creation times.
     pub fn list_buckets(&self, owner: &str) -> Result<Vec<(String, SystemTime)>> {
         let mut out = Vec::new();
-        for entry in fs::read_dir(self.inner.root.join("buckets"))? {
-            let entry = entry?;
+        let buckets = self.inner.root.join("buckets");
+        for entry in fs::read_dir(&buckets).at(&buckets)? {
+            let entry = entry.at(&buckets)?;
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
             };
@@ -395,13 +419,14 @@ impl LocalStore {
 
     pub fn delete_bucket(&self, bucket: &str) -> Result<()> {
         let dir = self.check_bucket(bucket)?;
-        if fs::read_dir(dir.join("meta"))?.next().is_some() {
+        let meta = dir.join("meta");
+        if fs::read_dir(&meta).at(&meta)?.next().is_some() {
             return Err(StoreError::BucketNotEmpty);
         }
         // Move it out of the namespace first so that it disappears at once.
         let grave = self.tmp_path();
-        fs::rename(&dir, &grave).map_err(|e| not_found_as(e, StoreError::NoSuchBucket))?;
-        fs::remove_dir_all(&grave)?;
+        fs::rename(&dir, &grave).map_err(|e| not_found_as(e, &dir, StoreError::NoSuchBucket))?;
+        fs::remove_dir_all(&grave).at(&grave)?;
         Ok(())
     }
 
@@ -410,7 +435,7 @@ impl LocalStore {
         validate_key(key)?;
         let dir = self.check_bucket(bucket)?;
         let path = dir.join("meta").join(format!("{}.json", key_hash(key)));
-        let text = fs::read(path).map_err(|e| not_found_as(e, StoreError::NoSuchKey))?;
+        let text = fs::read(&path).map_err(|e| not_found_as(e, &path, StoreError::NoSuchKey))?;
         let meta: ObjectMeta = serde_json::from_slice(&text)?;
         if meta.key != key {
             // Only a SHA-256 collision could get here.
@@ -434,7 +459,7 @@ impl LocalStore {
             match fs::File::open(&path) {
                 Ok(f) => return Ok((meta, f)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e).at(&path),
             }
         }
         Err(StoreError::NoSuchKey)
@@ -443,7 +468,7 @@ impl LocalStore {
     /// A new temporary file for an object's bytes.
     pub fn create_temp(&self) -> Result<(PathBuf, fs::File)> {
         let path = self.tmp_path();
-        let file = fs::File::create(&path)?;
+        let file = fs::File::create(&path).at(&path)?;
         Ok((path, file))
     }
 
@@ -477,9 +502,9 @@ impl LocalStore {
         };
         let meta_tmp = self.tmp_path();
         {
-            let mut f = fs::File::create(&meta_tmp)?;
-            f.write_all(&serde_json::to_vec(&meta)?)?;
-            f.sync_all()?;
+            let mut f = fs::File::create(&meta_tmp).at(&meta_tmp)?;
+            f.write_all(&serde_json::to_vec(&meta)?).at(&meta_tmp)?;
+            f.sync_all().at(&meta_tmp)?;
         }
         let meta_path = dir.join("meta").join(format!("{h}.json"));
         let _guard = self.commit_lock();
@@ -501,8 +526,8 @@ impl LocalStore {
             let _ = fs::remove_file(&meta_tmp);
             return Err(e);
         }
-        fs::rename(temp, dir.join("data").join(&data))?;
-        fs::rename(&meta_tmp, &meta_path)?;
+        fs::rename(temp, dir.join("data").join(&data)).at(temp)?;
+        fs::rename(&meta_tmp, &meta_path).at(&meta_tmp)?;
         if let Ok(d) = fs::File::open(dir.join("meta")) {
             let _ = d.sync_all();
         }
@@ -521,15 +546,17 @@ impl LocalStore {
             Ok(t) => serde_json::from_slice::<ObjectMeta>(&t).ok(),
             // Deleting a missing key succeeds in S3.
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).at(&meta_path),
         };
-        fs::remove_file(&meta_path).or_else(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })?;
+        fs::remove_file(&meta_path)
+            .or_else(|e| {
+                if e.kind() == io::ErrorKind::NotFound {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .at(&meta_path)?;
         if let Some(old) = old {
             let _ = fs::remove_file(dir.join("data").join(old.data));
         }
@@ -555,13 +582,14 @@ impl LocalStore {
             return Ok(Listing::default());
         }
         let mut all = Vec::new();
-        for entry in fs::read_dir(dir.join("meta"))? {
-            let entry = entry?;
-            let text = match fs::read(entry.path()) {
+        let meta_dir = dir.join("meta");
+        for entry in fs::read_dir(&meta_dir).at(&meta_dir)? {
+            let path = entry.at(&meta_dir)?.path();
+            let text = match fs::read(&path) {
                 Ok(t) => t,
                 // Deleted while we listed.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e).at(&path),
             };
             let meta: ObjectMeta = serde_json::from_slice(&text)?;
             if meta.key.starts_with(prefix) {
@@ -617,6 +645,27 @@ mod tests {
     fn rand_u32() -> u32 {
         static N: AtomicU64 = AtomicU64::new(0);
         N.fetch_add(1, Ordering::Relaxed) as u32 * 7919
+    }
+
+    /// A storage failure names the file or directory it happened on, and is an
+    /// InternalError to the client.
+    #[test]
+    fn io_errors_name_their_path() {
+        let (s, dir) = store();
+        s.create_bucket("bkt", "o").expect("create");
+        put(&s, "bkt", "k", b"x");
+        // The bucket's metadata directory replaced by a file: listing it fails.
+        let meta = dir.join("buckets").join("bkt").join("meta");
+        fs::remove_dir_all(&meta).expect("remove meta");
+        fs::write(&meta, b"not a directory").expect("write");
+        let e = s.delete_bucket("bkt").expect_err("meta is not a directory");
+        assert!(
+            matches!(&e, StoreError::Io { path, .. } if *path == meta),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains(&meta.display().to_string()), "{e}");
+        assert_eq!(S3Error::from(e).code(), &S3ErrorCode::InternalError);
+        fs::remove_dir_all(&dir).ok();
     }
 
     fn put(s: &LocalStore, bucket: &str, key: &str, data: &[u8]) {

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use super::{
-    hex, now_ms, validate_key, LocalStore, NewObject, ObjectMeta, Result, StoreError,
+    hex, now_ms, validate_key, At, LocalStore, NewObject, ObjectMeta, Result, StoreError,
     StoredHeaders, WriteCondition,
 };
 
@@ -110,8 +110,9 @@ impl LocalStore {
             return Err(StoreError::NoSuchUpload);
         }
         let dir = self.uploads_dir(bucket)?.join(id);
-        let text = fs::read(dir.join("upload.json"))
-            .map_err(|e| super::not_found_as(e, StoreError::NoSuchUpload))?;
+        let path = dir.join("upload.json");
+        let text =
+            fs::read(&path).map_err(|e| super::not_found_as(e, &path, StoreError::NoSuchUpload))?;
         let upload: Upload = serde_json::from_slice(&text)?;
         if upload.key != key {
             return Err(StoreError::NoSuchUpload);
@@ -152,10 +153,11 @@ impl LocalStore {
             initiated_unix_ms: now_ms(),
         };
         let staging = self.tmp_path();
-        fs::create_dir_all(&staging)?;
-        fs::write(staging.join("upload.json"), serde_json::to_vec(&upload)?)?;
-        fs::create_dir_all(&uploads)?;
-        fs::rename(&staging, uploads.join(&id))?;
+        fs::create_dir_all(&staging).at(&staging)?;
+        let upload_json = staging.join("upload.json");
+        fs::write(&upload_json, serde_json::to_vec(&upload)?).at(&upload_json)?;
+        fs::create_dir_all(&uploads).at(&uploads)?;
+        fs::rename(&staging, uploads.join(&id)).at(&staging)?;
         Ok(upload)
     }
 
@@ -181,7 +183,7 @@ impl LocalStore {
         let _guard = self.commit_lock();
         fs::rename(temp, dir.join(&name)).map_err(|e| {
             let _ = fs::remove_file(temp);
-            super::not_found_as(e, StoreError::NoSuchUpload)
+            super::not_found_as(e, temp, StoreError::NoSuchUpload)
         })?;
         for other in self.list_parts(bucket, key, id)? {
             if other.number == number && other.etag != etag {
@@ -195,10 +197,10 @@ impl LocalStore {
     pub fn list_parts(&self, bucket: &str, key: &str, id: &str) -> Result<Vec<PartInfo>> {
         let (dir, _) = self.upload_dir(bucket, key, id)?;
         let mut parts = Vec::new();
-        for entry in
-            fs::read_dir(&dir).map_err(|e| super::not_found_as(e, StoreError::NoSuchUpload))?
+        for entry in fs::read_dir(&dir)
+            .map_err(|e| super::not_found_as(e, &dir, StoreError::NoSuchUpload))?
         {
-            let entry = entry?;
+            let entry = entry.at(&dir)?;
             let name = entry.file_name();
             let Some((number, etag)) = name.to_str().and_then(parse_part_file_name) else {
                 continue;
@@ -206,7 +208,7 @@ impl LocalStore {
             let meta = match entry.metadata() {
                 Ok(m) => m,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // replaced meanwhile
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e).at(&entry.path()),
             };
             let modified_unix_ms = meta
                 .modified()
@@ -267,23 +269,25 @@ impl LocalStore {
         }
 
         let (temp, mut out) = self.create_temp()?;
+        // The part being read when it failed, or the assembled file.
         let assembled = (|| {
             for f in &files {
-                io::copy(&mut fs::File::open(f)?, &mut out)?;
+                let mut part = fs::File::open(f).map_err(|e| (e, f.as_path()))?;
+                io::copy(&mut part, &mut out).map_err(|e| (e, f.as_path()))?;
             }
-            out.sync_all()
+            out.sync_all().map_err(|e| (e, temp.as_path()))
         })();
         drop(out);
-        if let Err(e) = assembled {
+        if let Err((e, path)) = assembled {
             let _ = fs::remove_file(&temp);
-            return Err(super::not_found_as(e, StoreError::NoSuchUpload));
+            return Err(super::not_found_as(e, path, StoreError::NoSuchUpload));
         }
 
         // Claim the upload: from here on an abort or a second completion finds nothing.
         let claimed = self.tmp_path();
         if let Err(e) = fs::rename(&dir, &claimed) {
             let _ = fs::remove_file(&temp);
-            return Err(super::not_found_as(e, StoreError::NoSuchUpload));
+            return Err(super::not_found_as(e, &dir, StoreError::NoSuchUpload));
         }
         let new = NewObject {
             size,
@@ -310,8 +314,9 @@ impl LocalStore {
     pub fn abort_upload(&self, bucket: &str, key: &str, id: &str) -> Result<()> {
         let (dir, _) = self.upload_dir(bucket, key, id)?;
         let grave = self.tmp_path();
-        fs::rename(&dir, &grave).map_err(|e| super::not_found_as(e, StoreError::NoSuchUpload))?;
-        fs::remove_dir_all(&grave)?;
+        fs::rename(&dir, &grave)
+            .map_err(|e| super::not_found_as(e, &dir, StoreError::NoSuchUpload))?;
+        fs::remove_dir_all(&grave).at(&grave)?;
         Ok(())
     }
 
@@ -331,14 +336,14 @@ impl LocalStore {
         let entries = match fs::read_dir(&uploads_dir) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(UploadListing::default()),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e).at(&uploads_dir),
         };
         for entry in entries {
-            let path = entry?.path().join("upload.json");
+            let path = entry.at(&uploads_dir)?.path().join("upload.json");
             let text = match fs::read(&path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // ended meanwhile
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e).at(&path),
             };
             let upload: Upload = serde_json::from_slice(&text)?;
             if upload.key.starts_with(prefix) {
