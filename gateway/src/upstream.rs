@@ -349,6 +349,10 @@ impl Read for BodyReader {
 /// `impl S3` (which `async_trait` must see at once) comes out of it.
 macro_rules! forward_all_but_select {
     ($($op:ident: $input:ident => $output:ident;)*) => {
+        /// The operations forwarded to the upstream store, by their method names.
+        #[cfg(test)]
+        const FORWARDED: &[&str] = &[$(stringify!($op)),*];
+
         #[async_trait::async_trait]
         impl S3 for UpstreamGateway {
             $(
@@ -478,4 +482,70 @@ forward_all_but_select! {
     upload_part: UploadPartInput => UploadPartOutput;
     upload_part_copy: UploadPartCopyInput => UploadPartCopyOutput;
     write_get_object_response: WriteGetObjectResponseInput => WriteGetObjectResponseOutput;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FORWARDED;
+
+    /// Operations of s3s's `S3` trait that upstream mode answers with s3s's NotImplemented
+    /// on purpose, with why.
+    const REFUSED: &[(&str, &str)] = &[(
+        "post_object",
+        "browser form uploads: the AWS SDK the proxy forwards with has no such operation",
+    )];
+
+    /// The methods of s3s's `S3` trait, read from the source of the s3s the build uses.
+    fn s3_trait_methods() -> Vec<String> {
+        let metadata = std::process::Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(metadata.status.success(), "cargo metadata failed");
+        let metadata: serde_json::Value =
+            serde_json::from_slice(&metadata.stdout).expect("cargo metadata is JSON");
+        let manifest = metadata["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .find(|p| p["name"] == "s3s")
+            .and_then(|p| p["manifest_path"].as_str())
+            .expect("s3s is a dependency");
+        let source = std::path::Path::new(manifest).with_file_name("src/s3_trait.rs");
+        let text = std::fs::read_to_string(&source).expect("s3s's S3 trait source");
+        let start = text.find("pub trait S3").expect("the S3 trait");
+        text[start..]
+            .split("async fn ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Fails when s3s gains an operation that upstream mode would answer NotImplemented
+    /// without anyone having decided so: forward it, or refuse it here with a reason.
+    #[test]
+    fn every_s3_operation_is_forwarded_selected_or_refused_on_purpose() {
+        let methods = s3_trait_methods();
+        assert!(methods.len() > 90, "found only {methods:?}");
+        let undecided: Vec<&String> = methods
+            .iter()
+            .filter(|m| {
+                !FORWARDED.contains(&m.as_str())
+                    && m.as_str() != "select_object_content"
+                    && !REFUSED.iter().any(|(r, _)| r == m)
+            })
+            .collect();
+        assert!(
+            undecided.is_empty(),
+            "neither forwarded nor refused: {undecided:?}"
+        );
+        for name in FORWARDED.iter().chain(REFUSED.iter().map(|(r, _)| r)) {
+            assert!(
+                methods.iter().any(|m| m == name),
+                "{name} is not an S3 operation"
+            );
+        }
+    }
 }
