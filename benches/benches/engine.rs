@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use sift_benches::queries;
 use sift_engine::{Select, Sink, SliceSource};
-use sift_tpcds::data;
+use sift_tpcds_data::data;
 
 /// Counts output bytes without keeping them.
 struct CountSink(u64);

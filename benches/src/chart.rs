@@ -16,7 +16,7 @@ pub struct Sweep {
 pub fn sweep_svg(s: &Sweep) -> String {
     // Plotters lays text out with the registered font (the workspace builds it with
     // ab_glyph for the TPC-DS report's PNGs); without one, labels would be dropped.
-    sift_tpcds::report::register_font();
+    sift_tpcds_data::font::register();
     let mut svg = String::new();
     // Drawing into a String cannot fail for I/O reasons; a plotting error leaves a partial
     // chart, which is still worth looking at, so errors are only reported.

@@ -17,7 +17,7 @@ pub const QUERIES: [(&str, &str); 2] = [("q28_filter", Q28_FILTER), ("projection
 pub fn dsdgen_request(sql: &str) -> SelectRequest {
     SelectRequest {
         sql: sql.into(),
-        input: sift_tpcds::dsdgen_input(),
+        input: sift_tpcds_data::dsdgen_input(),
         ..SelectRequest::default()
     }
 }

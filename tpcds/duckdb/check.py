@@ -7,7 +7,7 @@ Usage:
 
 DATA is what `sift tpcds gen --out DATA` wrote (`DATA/<table>/part-NNNNN.dat`, dsdgen flat
 files); RUN/rows/<mode> is what `sift tpcds run --out RUN` wrote (`qN.txt`, or `qN_1.txt` and
-`qN_2.txt` for the two-statement queries). The tables' columns come from `tpcds/src/schema.rs`
+`qN_2.txt` for the two-statement queries). The tables' columns come from `tpcds-data/src/schema.rs`
 and the queries from `tpcds/queries/qN.sql`, so nothing here repeats them.
 
 Each statement runs in DuckDB, its rows are printed the way Sift prints them, and the two
@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 
 SIFT_TPCDS = Path(__file__).resolve().parent.parent  # .../tpcds
-SCHEMA_RS = SIFT_TPCDS / "src" / "schema.rs"
+SCHEMA_RS = SIFT_TPCDS.parent / "tpcds-data" / "src" / "schema.rs"
 QUERIES_DIR = SIFT_TPCDS / "queries"
 
 # Per-query text fixes DuckDB needs; each is (query, old, new, why). `old` must occur in the

@@ -3,12 +3,9 @@
 //! the 99 queries ([`queries`]) on DataFusion with table scans fetched or pushed down through
 //! S3 Select ([`scan`], [`pushdown`], [`run`]), then reporting ([`report`]).
 
-pub mod data;
 pub mod error;
-pub mod layout;
 pub mod load;
 pub mod net;
-pub mod parquet;
 pub mod probe;
 pub mod pushdown;
 pub mod queries;
@@ -16,20 +13,7 @@ pub mod report;
 pub mod run;
 pub mod s3;
 pub mod scan;
-pub mod schema;
 
-use sift_engine::{CsvInput, InputSerialization};
-
-/// How a dsdgen file is described to S3 Select, as Trino's Hive connector does for a text
-/// table: `|` between fields and U+FDD0 as the comment marker, so that no data line is ever
-/// taken for a comment (AWS's default marker is `#`).
-pub fn dsdgen_input() -> InputSerialization {
-    InputSerialization::csv(
-        CsvInput {
-            field_delimiter: "|".into(),
-            comments: "\u{FDD0}".into(),
-            ..CsvInput::default()
-        },
-        Default::default(),
-    )
-}
+/// The data (generator, schema, parts, Parquet), from the crate that builds without
+/// DataFusion and the AWS SDK.
+pub use sift_tpcds_data::{data, dsdgen_input, layout, parquet, schema};

@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::layout::Format;
+use sift_tpcds_data::FIELD_DELIMITER;
 use crate::scan::{select, Store};
 
 /// What a store's S3 Select does where stores differ, as far as the client's requests and
@@ -125,7 +126,7 @@ async fn splits_records(store: &Store, key: &str, body: &[u8]) -> Result<Option<
 /// (and so writes it as `null`) rather than as the empty string.
 async fn reads_empty_as_null(store: &Store, key: &str, body: &[u8]) -> Result<bool> {
     let first = body.split(|&b| b == b'\n').next().unwrap_or_default();
-    let fields = first.iter().filter(|&&b| b == b'|').count() + 1;
+    let fields = first.iter().filter(|&&b| b == FIELD_DELIMITER).count() + 1;
     let sql = format!("SELECT s._{fields} FROM S3Object s");
     let (answer, _) = select(store, key, None, &sql, Format::Csv).await?;
     match lines(&answer).first().map(String::as_str) {

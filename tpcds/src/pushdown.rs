@@ -113,8 +113,8 @@ impl Pred {
     ///
     /// A join's run-time filter arrives as `k >= min AND k <= max AND k IN (…)`, several per
     /// scan, most of their ranges spanning the whole key domain. In the order DataFusion
-    /// gives them, the store checked a dozen guarded CASTs on every row before the one list
-    /// that rejects nearly all of them: q64's store_sales select ran at 190 MB/s.
+    /// gives them, the store would check a dozen guarded CASTs on every row before the one
+    /// list that rejects nearly all of them.
     ///
     /// The result is the same in SQL's three-valued logic: a bound dropped beside `k IN
     /// (…)` (a list without NULLs) is true whenever the list is, and NULL exactly when it

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -353,24 +352,9 @@ struct Bars {
     log_scale: bool,
 }
 
-static FONT: Once = Once::new();
-
-/// Registers the embedded font for plotters' text (idempotent). Every chart drawn in this
-/// workspace needs it: plotters is built with `ab_glyph`, which draws no text without it.
-pub fn register_font() {
-    FONT.call_once(|| {
-        let bytes: &'static [u8] = include_bytes!("../assets/DejaVuSansMono.ttf");
-        for family in ["sans-serif", "serif", "monospace"] {
-            // The font is embedded and known good; a failure would only lose PNG text.
-            let _ = plotters::style::register_font(family, FontStyle::Normal, bytes);
-            let _ = plotters::style::register_font(family, FontStyle::Bold, bytes);
-        }
-    });
-}
-
 impl Bars {
     fn write(&self, stem: &Path) -> Result<Vec<PathBuf>> {
-        register_font();
+        sift_tpcds_data::font::register();
         let width = (200 + self.labels.len() as u32 * 14 * self.series.len().max(1) as u32)
             .clamp(640, 2400);
         let size = (width, 480);

@@ -15,7 +15,7 @@ use clap::Parser;
 use sift_benches::measure::{best, children_cpu, process_cpu, wc_l, CountSink, Round, Scaling};
 use sift_benches::queries;
 use sift_engine::{Select, SliceSource};
-use sift_tpcds::data;
+use sift_tpcds_data::data;
 
 #[derive(Parser)]
 struct Args {

@@ -36,7 +36,7 @@ use aws_sdk_s3::Client;
 use clap::Parser;
 use sift_benches::{chart, queries};
 use sift_engine::{FileSource, Select, Sink};
-use sift_tpcds::data;
+use sift_tpcds_data::data;
 
 #[derive(Parser)]
 struct Args {
@@ -134,7 +134,7 @@ fn client(endpoint: &str, access: &str, secret: &str) -> Client {
 }
 
 fn input() -> InputSerialization {
-    // dsdgen's format as Trino sends it (see sift_tpcds::dsdgen_input), with the record
+    // dsdgen's format as Trino sends it (see sift_tpcds_data::dsdgen_input), with the record
     // delimiter left at its default "\n": the Rust SDK writes a newline into the XML as
     // `&#xA;`, and Ceph RGW 18.2, which reads the raw text between the tags and decodes only
     // `&#10;`, would take `&` for the delimiter (as the TPC-DS client's select does).

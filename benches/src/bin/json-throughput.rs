@@ -15,8 +15,8 @@ use sift_benches::measure::{wc_l, CountSink};
 use sift_engine::{
     InputFormat, InputSerialization, JsonInput, JsonType, Select, SelectRequest, SliceSource,
 };
-use sift_tpcds::data;
-use sift_tpcds::schema::{table_schema, ColumnType};
+use sift_tpcds_data::data;
+use sift_tpcds_data::schema::{table_schema, ColumnType};
 
 #[derive(Parser)]
 struct Args {

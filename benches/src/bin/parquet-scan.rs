@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use sift_benches::measure::CountSink;
 use sift_engine::{InputFormat, InputSerialization, Select, SelectRequest, SliceSource, Stats};
-use sift_tpcds::data;
-use sift_tpcds::parquet::{write_parquet, ROW_GROUP_ROWS};
-use sift_tpcds::schema::table_schema;
+use sift_tpcds_data::data;
+use sift_tpcds_data::parquet::{write_parquet, ROW_GROUP_ROWS};
+use sift_tpcds_data::schema::table_schema;
 
 #[derive(Parser)]
 struct Args {

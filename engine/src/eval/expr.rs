@@ -193,7 +193,7 @@ pub fn field_value<'r>(record: &'r Record<'_>, i: usize) -> Result<Value<'r>> {
 }
 
 /// Field `i` of the record as text, `None` past the record's end. Inlined into the callers'
-/// per-field loops (a call and its `Result` were a sixth of a projection's instructions);
+/// per-field loops, where a call and its `Result` per field would cost more than the lookup;
 /// the error is built out of line.
 #[inline(always)]
 pub fn field_text<'r>(record: &'r Record<'_>, i: usize) -> Result<Option<&'r str>> {

@@ -2,9 +2,8 @@
 //! writing floats into CSV output.
 
 /// Room to write an INT or a DECIMAL as text without allocating: the output path formats
-/// every number a Parquet row holds, and a `String` per value (`to_string`) cost a third of a
-/// Parquet projection's instructions (callgrind). The text is what `Display` writes for
-/// [`super::Decimal`] and `i64`.
+/// every number a Parquet row holds, and a `String` per value would be an allocation per
+/// value. The text is what `Display` writes for [`super::Decimal`] and `i64`.
 pub struct NumText {
     // 39 digits of a u128, a sign, a point and a leading `0.` fit.
     buf: [u8; 48],

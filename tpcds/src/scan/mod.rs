@@ -50,7 +50,7 @@ use crate::probe::SelectBehaviour;
 
 pub use exec::{join_tree, ScanExec};
 pub(crate) use request::{get, select};
-pub use table::{arrow_schema, with_key_statistics, S3Table};
+pub use table::{with_key_statistics, S3Table};
 
 /// Rows per Arrow batch the scan emits (DataFusion's default batch size).
 const BATCH_ROWS: usize = 8192;

@@ -13,6 +13,7 @@ use datafusion::common::{DataFusionError, Result as DfResult};
 
 use crate::error::Error;
 use crate::layout::Format;
+use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
 use crate::scan::exec::ScanMetrics;
 use crate::scan::Store;
 
@@ -140,9 +141,9 @@ pub(crate) async fn select(
         Format::Csv => InputSerialization::builder().csv(
             CsvInput::builder()
                 .file_header_info(FileHeaderInfo::None)
-                .field_delimiter("|")
+                .field_delimiter(char::from(FIELD_DELIMITER))
                 // As Trino: a comment marker that never occurs in data.
-                .comments("\u{FDD0}")
+                .comments(NO_COMMENTS)
                 .build(),
         ),
         Format::Parquet => InputSerialization::builder().parquet(ParquetInput::builder().build()),
@@ -150,7 +151,11 @@ pub(crate) async fn select(
     .compression_type(CompressionType::None)
     .build();
     let output = OutputSerialization::builder()
-        .csv(CsvOutput::builder().field_delimiter("|").build())
+        .csv(
+            CsvOutput::builder()
+                .field_delimiter(char::from(FIELD_DELIMITER))
+                .build(),
+        )
         .build();
     // AWS's End is inclusive: a record that starts at byte `end` belongs to the next split,
     // so this one ends a byte before it. (Trino 405 sent `end` itself, and a record starting

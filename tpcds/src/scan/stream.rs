@@ -24,6 +24,7 @@ use parquet::arrow::ProjectionMask;
 use regex::Regex;
 
 use crate::layout::Format;
+use sift_tpcds_data::FIELD_DELIMITER;
 use crate::scan::exec::ScanMetrics;
 use crate::scan::filter::{ClientFilter, ScanFilters, Statement};
 use crate::scan::request::{run_request, Request};
@@ -92,7 +93,7 @@ pub(super) struct FetchedCsv {
 impl FetchedCsv {
     pub(super) fn stream(self) -> BoxStream<'static, DfResult<RecordBatch>> {
         let decoder = ReaderBuilder::new(self.file_schema)
-            .with_delimiter(b'|')
+            .with_delimiter(FIELD_DELIMITER)
             .with_header(false)
             .with_batch_size(BATCH_ROWS)
             .with_projection(self.read)
@@ -186,7 +187,7 @@ impl Selected {
             n => (Arc::clone(&self.output), (0..n).collect()),
         };
         let builder = ReaderBuilder::new(schema)
-            .with_delimiter(b'|')
+            .with_delimiter(FIELD_DELIMITER)
             .with_header(false)
             .with_batch_size(BATCH_ROWS)
             .with_projection(projection);

@@ -21,7 +21,7 @@ use crate::scan::exec::ScanExec;
 use crate::scan::filter::{lower, naming, ClientFilter, ScanFilters};
 use crate::scan::request::Request;
 use crate::scan::{Mode, Store};
-use crate::schema::{key_domain, ColumnType, TableSchema};
+use crate::schema::{arrow_schema, key_domain, TableSchema};
 
 /// One TPC-DS table: its schema and part objects.
 #[derive(Debug)]
@@ -44,27 +44,6 @@ pub struct S3Table {
     /// Each filter DataFusion offered, lowered to S3 Select ([`lower`]) when it was offered;
     /// the scan takes the lowered form from here.
     lowered: Mutex<HashMap<Expr, Option<Pred>>>,
-}
-
-/// The Arrow type a TPC-DS column is read as.
-fn arrow_type(ty: ColumnType) -> DataType {
-    match ty {
-        ColumnType::Integer => DataType::Int32,
-        ColumnType::Decimal(p, s) => DataType::Decimal128(p, s),
-        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Time => DataType::Utf8,
-        ColumnType::Date => DataType::Date32,
-    }
-}
-
-/// The table's Arrow schema: TPC-DS types, every column nullable (empty field = NULL).
-pub fn arrow_schema(table: &TableSchema) -> Schema {
-    Schema::new(
-        table
-            .columns
-            .iter()
-            .map(|(name, ty)| Field::new(*name, arrow_type(*ty), true))
-            .collect::<Vec<_>>(),
-    )
 }
 
 impl S3Table {

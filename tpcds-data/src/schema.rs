@@ -33,6 +33,7 @@ pub struct TableSchema {
     pub columns: &'static [(&'static str, ColumnType)],
 }
 
+use arrow_schema::{DataType, Field, Schema};
 use ColumnType::*;
 
 /// The 24 tables in alphabetical order (the order of `crate::data::TABLES`).
@@ -621,6 +622,27 @@ pub fn key_domain(column: &str) -> Option<&'static str> {
         .iter()
         .find(|(suffix, _)| column.ends_with(suffix))
         .map(|&(_, table)| table)
+}
+
+/// The Arrow type a TPC-DS column is read as.
+fn arrow_type(ty: ColumnType) -> DataType {
+    match ty {
+        ColumnType::Integer => DataType::Int32,
+        ColumnType::Decimal(p, s) => DataType::Decimal128(p, s),
+        ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Time => DataType::Utf8,
+        ColumnType::Date => DataType::Date32,
+    }
+}
+
+/// The table's Arrow schema: TPC-DS types, every column nullable (empty field = NULL).
+pub fn arrow_schema(table: &TableSchema) -> Schema {
+    Schema::new(
+        table
+            .columns
+            .iter()
+            .map(|(name, ty)| Field::new(*name, arrow_type(*ty), true))
+            .collect::<Vec<_>>(),
+    )
 }
 
 #[cfg(test)]

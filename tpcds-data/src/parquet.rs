@@ -5,14 +5,14 @@
 use std::io::{self, Read, Write};
 use std::sync::Arc;
 
-use datafusion::arrow::csv::ReaderBuilder;
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use arrow_csv::ReaderBuilder;
+use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
-use crate::scan::arrow_schema;
-use crate::schema::TableSchema;
+use crate::schema::{arrow_schema, TableSchema};
+use crate::FIELD_DELIMITER;
 
 /// Rows per row group: about 10–20 MB of store_sales, so that statistics can skip row groups
 /// and one row group stays far under S3 Select's 256 MiB limit.
@@ -32,7 +32,7 @@ pub fn write_parquet<R: Read, W: Write + Send>(
     fields.push(Field::new("__trailing", DataType::Utf8, true));
     let columns: Vec<usize> = (0..schema.fields().len()).collect();
     let reader = ReaderBuilder::new(Arc::new(Schema::new(fields)))
-        .with_delimiter(b'|')
+        .with_delimiter(FIELD_DELIMITER)
         .with_header(false)
         .with_batch_size(8192)
         .with_projection(columns)
