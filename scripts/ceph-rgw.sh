@@ -223,6 +223,16 @@ pid_of() {
     [[ $program == "$1" ]] && alive "$pid" && echo "$pid"
 }
 
+# Whether the process spawn() started for daemon $1 is still alive. Not pid_of: right
+# after spawn() the pid is still on its way through `setsid env chroot` to the daemon's own
+# exec, so its command line does not name the daemon yet. Taking that for an exit made a
+# start fail now and then, and the clean-up then unmounted the run directory under the
+# daemons still starting ("unable to open config file").
+spawned_alive() {
+    local pid
+    pid=$(cat "$RUN/$1.pid" 2>/dev/null) && [[ $pid =~ ^[0-9]+$ ]] && alive "$pid"
+}
+
 # Does something answer HTTP on the port? Plain bash, so the host needs no curl for it.
 answers() {
     # shellcheck disable=SC2016 # $1 and $line belong to the inner bash
@@ -321,7 +331,7 @@ wait_for() {
     local name=$1 deadline=$((SECONDS + WAIT))
     shift
     until "$@" >/dev/null 2>&1; do
-        if ! pid_of "$name" >/dev/null || ((SECONDS >= deadline)); then
+        if ! spawned_alive "$name" || ((SECONDS >= deadline)); then
             log "$name output and log tail:"
             tail -n 20 "$RUN/$name.out" >&2 2>/dev/null || true
             if ((SECONDS >= deadline)); then
