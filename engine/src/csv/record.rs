@@ -305,23 +305,14 @@ pub(crate) fn parse_record(
     pos: usize,
     rec: &mut Record<'_>,
 ) -> Result<Parsed> {
+    if let Some(next) = skipped_line(fmt, buf, pos) {
+        return Ok(Parsed::Skip { next });
+    }
     if fmt.quoting == Quoting::Ceph {
         return parse_record_ceph(fmt, buf, pos, rec);
     }
     let n = buf.len();
     let rd = &fmt.record;
-    if buf[pos..].starts_with(rd) {
-        return Ok(Parsed::Skip {
-            next: pos + rd.len(),
-        });
-    }
-    if !fmt.comment.is_empty() && buf[pos..].starts_with(&fmt.comment) {
-        let next = match memchr::memmem::find(&buf[pos..], rd) {
-            Some(i) => pos + i + rd.len(),
-            None => n,
-        };
-        return Ok(Parsed::Skip { next });
-    }
     rec.reset_scratch(pos);
     let quote = fmt.quote.as_slice();
     let escape = fmt.escape.as_slice();
@@ -434,7 +425,24 @@ pub(crate) fn parse_record(
     }
 }
 
-/// [`parse_record`] with Ceph RGW's quoting rules (see the module documentation).
+/// Where the next record starts when the line at `pos` is no record: an empty line, or a
+/// comment line (skipped whole, quotes and all).
+fn skipped_line(fmt: &CsvFormat, buf: &[u8], pos: usize) -> Option<usize> {
+    let rd = &fmt.record;
+    if buf[pos..].starts_with(rd) {
+        return Some(pos + rd.len());
+    }
+    if !fmt.comment.is_empty() && buf[pos..].starts_with(&fmt.comment) {
+        return Some(match memchr::memmem::find(&buf[pos..], rd) {
+            Some(i) => pos + i + rd.len(),
+            None => buf.len(),
+        });
+    }
+    None
+}
+
+/// [`parse_record`] with Ceph RGW's quoting rules (see the module documentation), for a line
+/// that is a record.
 fn parse_record_ceph(
     fmt: &CsvFormat,
     buf: &[u8],
@@ -442,18 +450,6 @@ fn parse_record_ceph(
     rec: &mut Record<'_>,
 ) -> Result<Parsed> {
     let rd = &fmt.record;
-    if buf[pos..].starts_with(rd) {
-        return Ok(Parsed::Skip {
-            next: pos + rd.len(),
-        });
-    }
-    if !fmt.comment.is_empty() && buf[pos..].starts_with(&fmt.comment) {
-        let next = match memchr::memmem::find(&buf[pos..], rd) {
-            Some(i) => pos + i + rd.len(),
-            None => buf.len(),
-        };
-        return Ok(Parsed::Skip { next });
-    }
     rec.reset_scratch(pos);
     let quote = fmt.quote.as_slice();
     // An escape equal to the quote (the default) is no escape here: a quote toggles.
