@@ -72,7 +72,7 @@ fn start_gateway(data: &std::path::Path, access: &str, secret: &str) -> Result<G
     // Room for every request the client sends at once, twice over: the client takes its
     // next permit as soon as a body has arrived, a moment before the gateway has released
     // that select's place, and a full gateway answers SlowDown, which the SDK retries only
-    // after a back-off (125 of them cost the SF 1 demo of 2026-11-30).
+    // after a back-off.
     let max_selects = (2 * CLIENT_CONCURRENCY).to_string();
     let mut child = Command::new(exe)
         .args([

@@ -23,10 +23,10 @@
 
 use bytes::Bytes;
 use serde::Serialize;
+use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::error::{Error, Result};
 use crate::layout::Format;
-use sift_tpcds_data::FIELD_DELIMITER;
 use crate::scan::{select, Store};
 
 /// What a store's S3 Select does where stores differ, as far as the client's requests and

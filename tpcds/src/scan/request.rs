@@ -10,10 +10,10 @@ use aws_sdk_s3::types::{
 };
 use bytes::{Bytes, BytesMut};
 use datafusion::common::{DataFusionError, Result as DfResult};
+use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
 
 use crate::error::Error;
 use crate::layout::Format;
-use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
 use crate::scan::exec::ScanMetrics;
 use crate::scan::Store;
 

@@ -22,9 +22,9 @@ use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 use regex::Regex;
+use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::layout::Format;
-use sift_tpcds_data::FIELD_DELIMITER;
 use crate::scan::exec::ScanMetrics;
 use crate::scan::filter::{ClientFilter, ScanFilters, Statement};
 use crate::scan::request::{run_request, Request};
