@@ -10,7 +10,7 @@
 //!
 //! # The scalar reader
 //!
-//! [`parse_record`] reads one record byte by byte and is the reference for every format
+//! `parse_record` reads one record byte by byte and is the reference for every format
 //! option. States, for each field:
 //!
 //! * *start* — a quote here opens a quoted field; anything else starts an unquoted one;
@@ -30,7 +30,7 @@
 //!
 //! # Ceph RGW's rules
 //!
-//! The Ceph dialect reads quotes as RGW does ([`parse_record_ceph`]), with two states:
+//! The Ceph dialect reads quotes as RGW does (`parse_record_ceph`), with two states:
 //!
 //! * *unquoted* — the field delimiter ends the field, the record delimiter the record; a
 //!   quote (anywhere in the field, not only at its start) is dropped and opens a quoted run;

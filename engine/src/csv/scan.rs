@@ -10,7 +10,7 @@
 //! compares 64 bytes at a time against the field delimiter, the last byte of the record
 //! delimiter, and the quote/escape bytes, and keeps one bit per byte for each. Records are then
 //! found by jumping from set bit to set bit, and fields are split only as far as the query
-//! needs ([`Record::ensure`]). A record that contains a quote or escape byte is handed to the
+//! needs (`Record::field` finds field i from the delimiter bits). A record that contains a quote or escape byte is handed to the
 //! scalar reader, which handles quoting exactly; in the common case (TPC-DS, logs) there are
 //! none and each row costs a handful of bit operations per used field.
 //!

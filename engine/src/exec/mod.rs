@@ -156,7 +156,7 @@ impl Select {
     }
 
     /// Parquet input: refuses row groups over `bytes` uncompressed (default
-    /// [`MAX_ROW_GROUP_BYTES`](crate::parquet::MAX_ROW_GROUP_BYTES)).
+    /// 256 MiB, AWS's limit).
     pub fn with_max_row_group_bytes(mut self, bytes: i64) -> Self {
         self.max_row_group_bytes = bytes;
         self

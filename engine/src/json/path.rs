@@ -10,7 +10,7 @@
 //!   one record").
 //! - Numbers are typed as Ion reads JSON: an integer that fits 64 bits is INT, a number with
 //!   a fraction and no exponent is DECIMAL (exact), one with an exponent is FLOAT. Arrays and
-//!   objects are [`Value::Nested`].
+//!   objects are `Value::Nested`.
 //! - Keys written unquoted match case-insensitively (the first such member wins, as the
 //!   first of duplicate keys does); double-quoted keys and `['key']` match exactly.
 
