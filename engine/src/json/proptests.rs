@@ -130,6 +130,9 @@ proptest! {
         // serde_json refuses numbers beyond f64's range; JSON's grammar (and this parser,
         // which keeps a number's text) does not.
         prop_assume!(!matches!(&theirs, Err(e) if e.to_string().contains("out of range")));
+        // A raw control character inside a string is taken as it is, on purpose (mint's
+        // string cases send them; docs/sql.md): the one place this parser is laxer than JSON.
+        prop_assume!(!matches!(&theirs, Err(e) if e.to_string().contains("control character")));
         prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?}: ours {:?}, serde_json {:?}",
             String::from_utf8_lossy(&bytes), ours, theirs.map_err(|e| e.to_string()));
     }
