@@ -50,13 +50,6 @@ pub(crate) fn rows(
             &mut scratch,
             clean && rec.is_raw(),
         )?;
-        out.rows += 1;
-        if let Some(cap) = row_cap {
-            out.row_ends.push(out.bytes.len());
-            if out.rows >= cap {
-                return Ok(Flow::Stop);
-            }
-        }
-        Ok(Flow::Continue)
+        Ok(out.row_written(row_cap))
     })
 }

@@ -6,6 +6,7 @@
 //! chunk's partial aggregates, and reports progress; [`finish`] writes an aggregate query's
 //! one row at the end.
 
+use crate::csv::Flow;
 use crate::error::Result;
 use crate::eval::agg::AggState;
 use crate::eval::bind::Plan;
@@ -43,6 +44,20 @@ impl ChunkOut {
             Some(l) if !plan.is_aggregate() => Some(l.saturating_sub(self.rows_before)),
             _ => None,
         }
+    }
+
+    /// Counts the row just written to `bytes`; under LIMIT (`row_cap`, from
+    /// [`ChunkOut::row_cap`]) records where it ends, and stops the chunk at the cap.
+    #[inline]
+    pub(crate) fn row_written(&mut self, row_cap: Option<u64>) -> Flow {
+        self.rows += 1;
+        if let Some(cap) = row_cap {
+            self.row_ends.push(self.bytes.len());
+            if self.rows >= cap {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
     }
 
     pub(crate) fn reset(&mut self, plan: &Plan, rows_before: u64) {

@@ -57,14 +57,7 @@ pub(crate) fn take_row(
         return Ok(Flow::Continue);
     }
     write_row(ctx, row, &mut out.bytes, scratch, false)?;
-    out.rows += 1;
-    if let Some(cap) = row_cap {
-        out.row_ends.push(out.bytes.len());
-        if out.rows >= cap {
-            return Ok(Flow::Stop);
-        }
-    }
-    Ok(Flow::Continue)
+    Ok(out.row_written(row_cap))
 }
 
 /// One top-level value (a JSON value, a Parquet row) through the FROM path, then each row
