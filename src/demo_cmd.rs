@@ -14,7 +14,7 @@ use std::time::Instant;
 use clap::Args;
 use sift_tpcds::error::{Error, Result};
 use sift_tpcds::run::{self, RunOptions};
-use sift_tpcds::s3::EndpointArgs;
+use sift_tpcds::s3::{EndpointArgs, Signing};
 use sift_tpcds::{queries, scan::Mode};
 
 use crate::tpcds_cmd::{self, DataArgs};
@@ -126,10 +126,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         endpoint: gateway.endpoint.clone(),
         bucket: "tpcds".into(),
         prefix: "tpcds".into(),
-        access_key: Some(access),
-        secret_key: Some(secret),
-        session_token: None,
-        region: Some("us-east-1".into()),
+        signing: Signing::keys(&access, &secret, "us-east-1"),
         virtual_hosted: false,
     };
     let data = DataArgs {
@@ -165,6 +162,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         out: args.out.clone(),
         partitions: None,
         verbose: true,
+        scheduler: None,
     };
     eprintln!(
         "running {} queries in fetch, pushdown and dynamic mode over a {} emulated link…",

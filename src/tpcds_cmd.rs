@@ -1,15 +1,19 @@
 //! `sift tpcds gen|load|run|report`: the TPC-DS pushdown benchmark from the command line.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use indicatif::MultiProgress;
+use sift_tpcds::cluster::process::{self, ExecutorOptions};
+use sift_tpcds::cluster::SchedulerUrl;
 use sift_tpcds::data::Slice;
 use sift_tpcds::error::Result;
 use sift_tpcds::layout::{self, Format, DEFAULT_PART_SIZE};
+use sift_tpcds::net::Link;
 use sift_tpcds::run::{self, RunOptions};
-use sift_tpcds::s3::EndpointArgs;
+use sift_tpcds::s3::{EndpointArgs, Signing};
 use sift_tpcds::scan::Mode;
 use sift_tpcds::{load, queries, report};
 
@@ -24,6 +28,73 @@ pub enum TpcdsCommand {
     Run(Box<RunArgs>),
     /// Write report.md/.csv/.json and charts (SVG, PNG) for a run directory.
     Report(ReportArgs),
+    /// Start a Apache DataFusion Ballista scheduler that plans Sift's table scans, for
+    /// `run --scheduler`.
+    Scheduler(SchedulerArgs),
+    /// Start a Ballista executor of a scheduler's: it runs the scans, sending their requests
+    /// straight to the storage endpoints with its own credentials.
+    Executor(ExecutorArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SchedulerArgs {
+    /// Address to listen on (gRPC and Ballista's REST API).
+    #[arg(long, default_value = "127.0.0.1:50050")]
+    pub bind: SocketAddr,
+}
+
+#[derive(Args, Debug)]
+pub struct ExecutorArgs {
+    /// The scheduler: http://HOST:PORT or df://HOST:PORT.
+    #[arg(long, value_parser = SchedulerUrl::parse)]
+    pub scheduler: SchedulerUrl,
+    /// Address of its Arrow Flight service; its gRPC service takes the next port.
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    pub bind: SocketAddr,
+    /// Memory for its tasks, e.g. 4GiB; beyond it sorts, joins and aggregations spill to
+    /// --work-dir [default: Ballista's share of the machine's memory]
+    #[arg(long, value_parser = parse_byte_size)]
+    pub memory_limit: Option<u64>,
+    /// Shuffle files and spills [default: a temporary directory]
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Tasks at once [default: the number of cores]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub slots: Option<u64>,
+    #[command(flatten)]
+    pub signing: Signing,
+}
+
+/// `4GiB`, `512MiB`, `100MB`, `1000000`: bytes, at least one.
+pub fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let unit_bytes: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} (use B, KB, MB, GB, KiB, MiB, GiB, TiB)"
+            ))
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size like 4GiB"))?;
+    match n.checked_mul(unit_bytes) {
+        Some(0) => Err("must be more than 0 bytes".into()),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("{text:?} is too large")),
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -127,6 +198,10 @@ pub struct RunArgs {
     /// Also write the report (Markdown, CSV, JSON, charts) when the run ends.
     #[arg(long)]
     pub report: bool,
+    /// Run on the Ballista cluster of this scheduler (http://HOST:PORT or df://HOST:PORT)
+    /// instead of in this process; see `sift tpcds scheduler` and `executor`.
+    #[arg(long, value_parser = SchedulerUrl::parse)]
+    pub scheduler: Option<SchedulerUrl>,
 }
 
 #[derive(Args, Debug)]
@@ -155,8 +230,42 @@ pub fn run(command: TpcdsCommand) -> ExitCode {
             TpcdsCommand::Load(args) => load(args).await,
             TpcdsCommand::Run(args) => run_queries(*args).await,
             TpcdsCommand::Report(args) => write_report(&args.dir),
+            TpcdsCommand::Scheduler(args) => {
+                log_to_stderr();
+                // The scheduler plans scans but sends no request: any region will do, and
+                // naming one keeps the SDK from asking an instance-metadata service.
+                let signing = Signing {
+                    region: Some("us-east-1".into()),
+                    ..Signing::default()
+                };
+                let shared = signing.shared_config(Link::unlimited()).await;
+                process::scheduler(args.bind, shared).await
+            }
+            TpcdsCommand::Executor(args) => {
+                log_to_stderr();
+                let shared = args.signing.shared_config(Link::unlimited()).await;
+                let options = ExecutorOptions {
+                    scheduler: args.scheduler,
+                    bind: args.bind,
+                    memory_limit: args.memory_limit,
+                    work_dir: args.work_dir,
+                    slots: args.slots.map(|n| n as usize),
+                };
+                process::executor(options, shared).await
+            }
         }
     })
+}
+
+/// Ballista's logs (and Sift's) on stderr, filtered by RUST_LOG; warnings by default.
+fn log_to_stderr() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
 }
 
 async fn gen(args: GenArgs) -> Result<()> {
@@ -231,6 +340,7 @@ pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
         out: args.out.clone(),
         partitions: args.partitions,
         verbose: true,
+        scheduler: args.scheduler.clone(),
     })
 }
 

@@ -137,7 +137,7 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
     let plan = |mode: &str| std::fs::read_to_string(out.join("plans").join(mode).join("q3.txt"));
     let fetched = plan("fetch").expect("fetch plan");
     assert!(
-        fetched.contains("S3ScanExec")
+        fetched.contains("file_type=sift, table=")
             && fetched.contains("bytes_scanned=")
             && !fetched.contains("sql="),
         "{fetched}"
@@ -532,10 +532,7 @@ async fn a_finished_query_leaves_no_requests_reading() {
         endpoint: gateway.endpoint(),
         bucket: "orphans".into(),
         prefix: String::new(),
-        access_key: Some(ACCESS.into()),
-        secret_key: Some(SECRET.into()),
-        session_token: None,
-        region: Some("us-east-1".into()),
+        signing: sift_tpcds::s3::Signing::keys(ACCESS, SECRET, "us-east-1"),
         virtual_hosted: false,
     };
     let client = sift_tpcds::s3::client(&endpoint, Arc::clone(&link)).await;

@@ -17,7 +17,9 @@ use std::ops::RangeInclusive;
 use crate::data::{self, Slice};
 
 /// How part files are written: dsdgen's flat files, or Parquet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// `|`-delimited text with a trailing `|`, no header, uncompressed (as the Ceph

@@ -3,6 +3,7 @@
 //! the 99 queries ([`queries`]) on DataFusion with table scans fetched or pushed down through
 //! S3 Select ([`scan`], [`pushdown`], [`run`]), then reporting ([`report`]).
 
+pub mod cluster;
 pub mod error;
 pub mod load;
 pub mod net;

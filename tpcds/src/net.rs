@@ -293,6 +293,35 @@ pub fn http_client(link: Arc<Link>) -> SharedHttpClient {
     http_client_fn(move |_settings, _components| transport.clone())
 }
 
+/// The body of a plain-HTTP GET of `url` (a Ballista scheduler's REST API), or an error
+/// naming the URL; at most 30 s.
+pub async fn http_get(url: &str) -> crate::error::Result<Vec<u8>> {
+    use http_body_util::BodyExt;
+    let failed = |what: String| crate::error::Error::Invalid(format!("GET {url}: {what}"));
+    let uri: Uri = url.parse().map_err(|e| failed(format!("{e}")))?;
+    let client = Client::builder(TokioExecutor::new()).build_http::<String>();
+    let fetch = async {
+        let response = client.get(uri).await.map_err(|e| failed(e.to_string()))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| failed(e.to_string()))?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(failed(format!(
+                "{status}: {}",
+                String::from_utf8_lossy(&body)
+            )));
+        }
+        Ok(body.to_vec())
+    };
+    tokio::time::timeout(Duration::from_secs(30), fetch)
+        .await
+        .map_err(|_| failed("no answer within 30 s".into()))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

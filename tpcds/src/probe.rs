@@ -22,7 +22,7 @@
 //!   leave out run-time filters (which only prune) until their expression fits.
 
 use bytes::Bytes;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::error::{Error, Result};
@@ -31,7 +31,7 @@ use crate::scan::{select, Store};
 
 /// What a store's S3 Select does where stores differ, as far as the client's requests and
 /// its reading of the answers depend on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SelectBehaviour {
     /// Answers a ScanRange with the records that start in it (AWS), so parts may be split.
     pub scan_ranges: bool,

@@ -15,18 +15,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use ballista_core::execution_plans::DistributedQueryExec;
 use datafusion::arrow::array::{Array, Float32Array, Float64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionContext;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::{self, display::DisplayableExecutionPlan};
 use datafusion::prelude::SessionConfig;
+use datafusion_proto::protobuf::LogicalPlanNode;
 use md5::{Digest, Md5};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::cluster::{stages, SchedulerUrl, SiftCodec};
 use crate::error::{Error, Result};
 use crate::layout::Format;
 use crate::load::list_keys;
@@ -34,7 +39,7 @@ use crate::net::Link;
 use crate::probe::{self, SelectBehaviour};
 use crate::queries;
 use crate::s3::{self, table_prefix, EndpointArgs};
-use crate::scan::{join_tree, with_key_statistics, Mode, S3Table, Store};
+use crate::scan::{join_tree, with_key_statistics, Location, Mode, S3Table, Store};
 use crate::schema::SCHEMAS;
 
 /// What to run.
@@ -57,6 +62,8 @@ pub struct RunOptions {
     pub partitions: Option<usize>,
     /// Print a line per query as it finishes.
     pub verbose: bool,
+    /// Run on this Ballista scheduler's cluster instead of in this process.
+    pub scheduler: Option<SchedulerUrl>,
 }
 
 /// One query in one mode (`results.json`).
@@ -105,6 +112,9 @@ pub struct Comparison {
 pub struct Summary {
     pub scale_factor: f64,
     pub endpoint: String,
+    /// The Ballista scheduler the queries ran on; absent for a run in one process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
     /// E.g. "1 Gbit/s emulated link", or "no link limit".
     pub link: String,
     pub iterations: usize,
@@ -195,7 +205,11 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         None => Link::unlimited(),
     };
     let client = s3::client(endpoint, Arc::clone(&link)).await;
-    let mut store = Store::new(client.clone(), endpoint.bucket.clone(), options.concurrency);
+    let mut store =
+        Store::new(client.clone(), endpoint.bucket.clone(), options.concurrency).at(Location {
+            endpoint: endpoint.endpoint.clone(),
+            virtual_hosted: endpoint.virtual_hosted,
+        });
     if let Some(bytes) = options.split_bytes {
         store.split_size = bytes.max(1);
     }
@@ -213,6 +227,16 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     }
     let store = Arc::new(store);
     std::fs::create_dir_all(&options.out)?;
+    let cluster = match &options.scheduler {
+        Some(url) => {
+            let shared = endpoint.signing.shared_config(Link::unlimited()).await;
+            Some(Cluster {
+                url: url.clone(),
+                codec: Arc::new(SiftCodec::new(shared)),
+            })
+        }
+        None => None,
+    };
 
     let mut results: Vec<QueryResult> = Vec::new();
     let mut modes = BTreeMap::new();
@@ -224,7 +248,15 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     let mut reference_joins: BTreeMap<String, String> = BTreeMap::new();
     let mut differently_planned = Vec::new();
     for (mode_index, &mode) in options.modes.iter().enumerate() {
-        let ctx = session(&store, &tables, mode, options.format, options.partitions)?;
+        let ctx = session(
+            &store,
+            &tables,
+            mode,
+            options.format,
+            options.partitions,
+            cluster.as_ref(),
+        )
+        .await?;
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
         let plans_dir = options.out.join("plans").join(mode.name());
@@ -248,17 +280,20 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 let mut outputs = Vec::new();
                 let mut plans = Vec::new();
                 for statement in &statements {
-                    let (output, plan) = run_statement(&ctx, statement, n).await;
+                    let (output, plan) = run_statement(&ctx, statement, n, cluster.as_ref()).await;
                     outputs.push(output);
                     plans.push(plan);
                 }
                 times.push(started.elapsed().as_secs_f64());
-                last = Some((
-                    outputs,
-                    plans,
-                    link.received() - received0,
-                    store.scanned() - scanned0,
-                ));
+                // On a cluster the executors counted, and their counts came back in the
+                // stage plans' metrics (response bodies: no HTTP headers or framing).
+                let (received, scanned) = match &cluster {
+                    None => (link.received() - received0, store.scanned() - scanned0),
+                    Some(_) => plans.iter().flatten().fold((0, 0), |(r, s), plan| {
+                        (r + plan.bytes_received, s + plan.bytes_scanned)
+                    }),
+                };
+                last = Some((outputs, plans, received, scanned));
             }
             let Some((outputs, plans, bytes_received, bytes_scanned)) = last else {
                 continue;
@@ -356,6 +391,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     let summary = Summary {
         scale_factor: options.scale,
         endpoint: endpoint.endpoint.clone(),
+        scheduler: options.scheduler.as_ref().map(|url| url.to_string()),
         link: match options.link_rate {
             Some(rate) => format!("{} emulated link", describe_rate(rate)),
             None => "no link limit".to_string(),
@@ -443,21 +479,37 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
     Ok(body.len() as f64 / lines as f64)
 }
 
-fn session(
+/// The Ballista cluster a run submits its statements to.
+struct Cluster {
+    url: SchedulerUrl,
+    codec: Arc<SiftCodec>,
+}
+
+async fn session(
     store: &Arc<Store>,
     tables: &[TableData],
     mode: Mode,
     format: Format,
     partitions: Option<usize>,
+    cluster: Option<&Cluster>,
 ) -> Result<SessionContext> {
     let partitions = partitions.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
     });
-    let mut config = SessionConfig::new()
-        .with_target_partitions(partitions)
-        .with_information_schema(false);
+    let mut config = match cluster {
+        None => SessionConfig::new(),
+        // Remote shuffle reads over Arrow Flight: Ballista 55's default block reader skips
+        // IPC validation and failed on unaligned buffers ("Ipc error: … Unaligned"), after
+        // which the resubmitted stage never finished and the query hung.
+        Some(cluster) => SessionConfig::new_with_ballista()
+            .with_ballista_logical_extension_codec(Arc::clone(&cluster.codec) as _)
+            .with_ballista_physical_extension_codec(Arc::clone(&cluster.codec) as _)
+            .with_ballista_shuffle_reader_remote_prefer_flight(true),
+    }
+    .with_target_partitions(partitions)
+    .with_information_schema(false);
     // Only hash joins' dynamic filters are final before their consumer runs (the join builds
     // first, then probes). A TopK's or an aggregate's filter tightens while the scan it
     // prunes is still being read, so a scan that waited for it to be complete would wait
@@ -465,7 +517,28 @@ fn session(
     let optimizer = &mut config.options_mut().optimizer;
     optimizer.enable_topk_dynamic_filter_pushdown = false;
     optimizer.enable_aggregate_dynamic_filter_pushdown = false;
-    let ctx = SessionContext::new_with_config(config);
+    // A Ballista task runs its share of a stage's partitions on its own; a file scan that
+    // let one partition's stream take another's files (DataFusion's default, which balances
+    // a single process) would read them in a task that does not own them, and another task
+    // would read them again or not at all (q71's sums came back halved).
+    if cluster.is_some() {
+        config
+            .options_mut()
+            .execution
+            .enable_file_stream_work_stealing = false;
+    }
+    let ctx = match cluster {
+        None => SessionContext::new_with_config(config),
+        Some(cluster) => {
+            let state = SessionStateBuilder::new()
+                .with_config(config)
+                .with_default_features()
+                .build();
+            SessionContext::remote_with_state(&cluster.url.http(), state)
+                .await
+                .map_err(|e| Error::Invalid(format!("--scheduler {}: {e}", cluster.url)))?
+        }
+    };
     let providers = tables.iter().map(|table| {
         S3Table::new(
             table.schema,
@@ -488,10 +561,13 @@ const SORT_MERGE_QUERIES: [u32; 1] = [72];
 
 /// A statement's executed plan.
 struct Plan {
-    /// The plan with DataFusion's metrics (`plans/<mode>/qN.txt`).
+    /// The plan with DataFusion's metrics (`plans/<mode>/qN.txt`); on a cluster, its stages'.
     text: String,
     /// Its join tree, compared across modes.
     joins: String,
+    /// On a cluster, its scans' response bytes and the object bytes the store read.
+    bytes_received: u64,
+    bytes_scanned: u64,
 }
 
 /// Runs one statement: its rows (a failure is the statement's result, reported as text),
@@ -500,6 +576,7 @@ async fn run_statement(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
+    cluster: Option<&Cluster>,
 ) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
     let sort_merge = SORT_MERGE_QUERIES.contains(&n);
     if sort_merge {
@@ -507,7 +584,7 @@ async fn run_statement(
             return (Err(e), None);
         }
     }
-    let (result, plan) = run_planned(ctx, sql, n).await;
+    let (result, plan) = run_planned(ctx, sql, n, cluster).await;
     if sort_merge {
         if let Err(e) = set_prefer_hash_join(ctx, true).await {
             return (Err(e), plan);
@@ -528,6 +605,7 @@ async fn run_planned(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
+    cluster: Option<&Cluster>,
 ) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
     let planning =
         |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
@@ -541,12 +619,66 @@ async fn run_planned(
     };
     let rows = physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
         .await
-        .map_err(|e| format!("q{n}: execution failed: {}", first_line(&e.to_string())));
-    let text = DisplayableExecutionPlan::with_metrics(plan.as_ref())
-        .indent(true)
-        .to_string();
-    let joins = join_tree(&plan);
-    (rows, Some(Plan { text, joins }))
+        .map_err(|e| {
+            let e = e.to_string();
+            format!("q{n}: execution failed: {}", without_job(first_line(&e)))
+        });
+    let local = || {
+        DisplayableExecutionPlan::with_metrics(plan.as_ref())
+            .indent(true)
+            .to_string()
+    };
+    let job = plan
+        .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
+        .and_then(|exec| exec.job_id());
+    let (text, joins) = match (cluster, job) {
+        (Some(cluster), Some(job)) => match stages::plans(&cluster.url, job.as_ref()).await {
+            Ok(text) => {
+                let joins = stages::join_tree(&text);
+                (text, joins)
+            }
+            Err(e) => {
+                return (
+                    Err(format!("q{n}: the stage plans of job {job}: {e}")),
+                    None,
+                )
+            }
+        },
+        _ => (local(), join_tree(&plan)),
+    };
+    let (bytes_received, bytes_scanned) = match cluster {
+        Some(_) => (
+            stages::scan_metric(&text, "bytes_received"),
+            stages::scan_metric(&text, "bytes_scanned"),
+        ),
+        None => (0, 0),
+    };
+    (
+        rows,
+        Some(Plan {
+            text,
+            joins,
+            bytes_received,
+            bytes_scanned,
+        }),
+    )
+}
+
+/// A Ballista job's error without the job's id and stage number (`Job 038HMGFCP4000 failed:
+/// Job failed due to stage 7 failed: …` → `Job failed: …`), which differ from run to run
+/// and from mode to mode while the error is the same.
+fn without_job(text: &str) -> String {
+    const STAGE: &str = " failed: Task failed due to runtime execution error: ";
+    match (text.find("Job "), text.find(STAGE)) {
+        (Some(start), Some(end)) if start < end => {
+            format!(
+                "{}Job failed: {}",
+                &text[..start],
+                &text[end + STAGE.len()..]
+            )
+        }
+        _ => text.to_string(),
+    }
 }
 
 /// DataFusion appends a backtrace to some errors; the first line is the error.
@@ -726,6 +858,21 @@ async fn gateway_cpu_seconds(endpoint: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_ids_are_not_part_of_an_error() {
+        assert_eq!(
+            without_job(
+                "Execution error: Job 038HMGFCP4000 failed: Job failed due to stage 7 failed: \
+                 Task failed due to runtime execution error: DataFusionError(DivideByZero)"
+            ),
+            "Execution error: Job failed: DataFusionError(DivideByZero)"
+        );
+        assert_eq!(
+            without_job("Arrow error: Divide by zero error"),
+            "Arrow error: Divide by zero error"
+        );
+    }
 
     #[test]
     fn rates() {

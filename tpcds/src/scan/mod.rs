@@ -19,8 +19,9 @@
 //!
 //! - [`S3Table`] (`table`) is the table provider: it lowers each filter it is offered to
 //!   S3 Select's SQL once ([`filter`]), and plans a scan's requests;
-//! - [`ScanExec`] (`exec`) is the execution plan: statistics, the dynamic filters it takes
-//!   from joins, its metrics, and one stream per partition;
+//! - `ScanSource` (`source`) is the file source of DataFusion's own file scan, whose
+//!   "files" are each partition's list of requests: statistics, the dynamic filters it takes
+//!   from joins, its metrics, and the opener that turns a partition's requests into a stream;
 //! - `stream` has one stream type per request kind (fetched CSV, fetched Parquet, selected
 //!   CSV), each turning response bodies into record batches;
 //! - `request` sends the HTTP requests, one task each under the client-wide limit.
@@ -30,9 +31,9 @@
 //! `requests` and the `sql` sent), which the executed plans show; bytes on the wire are
 //! counted by [`crate::net::Link`].
 
-mod exec;
 mod filter;
 mod request;
+mod source;
 mod stream;
 mod table;
 #[cfg(test)]
@@ -48,15 +49,19 @@ use tokio::sync::Semaphore;
 
 use crate::probe::SelectBehaviour;
 
-pub use exec::{join_tree, ScanExec};
 pub(crate) use request::{get, select};
+pub use source::join_tree;
+pub(crate) use source::{scan_units, sift_scan, ScanSource, FILE_TYPE};
 pub use table::{with_key_statistics, S3Table};
+pub(crate) use table::{ScanWire, TableDef, TableWire};
 
 /// Rows per Arrow batch the scan emits (DataFusion's default batch size).
 const BATCH_ROWS: usize = 8192;
 
 /// How table scans reach the data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Fetch,
@@ -115,6 +120,28 @@ pub struct Store {
     /// answers' NULLs follow its reading of empty fields.
     pub behaviour: SelectBehaviour,
     scanned: AtomicU64,
+    /// Where `client` sends its requests, when a plan may carry the store to another process
+    /// ([`Store::spec`]).
+    location: Option<Location>,
+}
+
+/// An endpoint and its addressing style.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Location {
+    pub endpoint: String,
+    pub virtual_hosted: bool,
+}
+
+/// A [`Store`] as a plan carries it to another process (a Ballista executor,
+/// `crate::cluster`): everything but the credentials, which each process has its own of.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct StoreSpec {
+    pub location: Location,
+    pub bucket: String,
+    pub concurrency: usize,
+    pub fetch_chunk: u64,
+    pub split_size: u64,
+    pub behaviour: SelectBehaviour,
 }
 
 impl Store {
@@ -128,7 +155,37 @@ impl Store {
             split_size: 32 << 20,
             behaviour: SelectBehaviour::AWS,
             scanned: AtomicU64::new(0),
+            location: None,
         }
+    }
+
+    /// Records where `client` sends its requests, so that plans over this store can be sent
+    /// to other processes.
+    pub fn at(mut self, location: Location) -> Store {
+        self.location = Some(location);
+        self
+    }
+
+    /// The store as another process rebuilds it ([`Store::from_spec`]); `None` for a store
+    /// whose location was not recorded.
+    pub fn spec(&self) -> Option<StoreSpec> {
+        Some(StoreSpec {
+            location: self.location.clone()?,
+            bucket: self.bucket.clone(),
+            concurrency: self.concurrency,
+            fetch_chunk: self.fetch_chunk,
+            split_size: self.split_size,
+            behaviour: self.behaviour,
+        })
+    }
+
+    /// The store `spec` describes, reached with `client` (which must send to its location).
+    pub fn from_spec(client: Client, spec: StoreSpec) -> Store {
+        let mut store = Store::new(client, spec.bucket, spec.concurrency).at(spec.location);
+        store.fetch_chunk = spec.fetch_chunk;
+        store.split_size = spec.split_size;
+        store.behaviour = spec.behaviour;
+        store
     }
 
     /// Object bytes the store has read for this client so far.

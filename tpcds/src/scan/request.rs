@@ -14,11 +14,11 @@ use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
 
 use crate::error::Error;
 use crate::layout::Format;
-use crate::scan::exec::ScanMetrics;
+use crate::scan::source::ScanMetrics;
 use crate::scan::Store;
 
 /// One HTTP request of a scan.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(super) enum Request {
     /// A ranged GET of `key`, `start..end`.
     Get { key: String, start: u64, end: u64 },
@@ -28,6 +28,21 @@ pub(super) enum Request {
         key: String,
         range: Option<(u64, u64)>,
     },
+}
+
+impl Request {
+    /// The object bytes the request names: a GET's range, a select's ScanRange, or 0 for a
+    /// select of a whole object (whose size the request does not carry).
+    pub(super) fn bytes(&self) -> u64 {
+        match self {
+            Request::Get { start, end, .. } => end - start,
+            Request::Select {
+                range: Some((start, end)),
+                ..
+            } => end - start,
+            Request::Select { range: None, .. } => 0,
+        }
+    }
 }
 
 /// Runs one request as its own task, once a client-wide permit is free. A task, so that a

@@ -25,9 +25,9 @@ use regex::Regex;
 use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::layout::Format;
-use crate::scan::exec::ScanMetrics;
 use crate::scan::filter::{ClientFilter, ScanFilters, Statement};
 use crate::scan::request::{run_request, Request};
+use crate::scan::source::ScanMetrics;
 use crate::scan::{Store, BATCH_ROWS};
 
 /// A partition's requests and how to send them.

@@ -8,42 +8,143 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::datasource::source::DataSourceExec;
+use datafusion::datasource::table_schema::TableSchema as DfTableSchema;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
-use datafusion::physical_expr::EquivalenceProperties;
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
-use datafusion::physical_plan::{ExecutionPlan, Partitioning, PlanProperties};
+use datafusion::physical_plan::ExecutionPlan;
 
 use crate::layout::Format;
 use crate::pushdown::Pred;
-use crate::scan::exec::ScanExec;
 use crate::scan::filter::{lower, naming, ClientFilter, ScanFilters};
 use crate::scan::request::Request;
-use crate::scan::{Mode, Store};
-use crate::schema::{arrow_schema, key_domain, TableSchema};
+use crate::scan::source::{ScanSource, ScanUnit};
+use crate::scan::{Mode, Store, StoreSpec};
+use crate::schema::{arrow_schema, key_domain, table_schema, TableSchema};
 
-/// One TPC-DS table: its schema and part objects.
+/// One TPC-DS table as a DataFusion table provider.
 #[derive(Debug)]
 pub struct S3Table {
-    name: &'static str,
-    schema: SchemaRef,
-    /// The schema of the files: the table's columns and the empty field after the trailing
-    /// `|` of every dsdgen line.
-    file_schema: SchemaRef,
-    objects: Vec<(String, u64)>,
-    /// The objects' total size.
-    total_bytes: u64,
-    /// Estimated rows (from the sampled line length), for DataFusion's join ordering.
-    estimated_rows: usize,
-    /// Estimated distinct values per column, where known (see [`S3Table::with_table_rows`]).
-    distinct: Vec<Option<usize>>,
-    store: Arc<Store>,
-    mode: Mode,
-    format: Format,
+    def: Arc<TableDef>,
     /// Each filter DataFusion offered, lowered to S3 Select ([`lower`]) when it was offered;
     /// the scan takes the lowered form from here.
     lowered: Mutex<HashMap<Expr, Option<Pred>>>,
+}
+
+/// What a table is: its schema, part objects and estimates, the store and the mode. The
+/// provider and every scan planned from it share one; it is what a plan carries to another
+/// process ([`TableWire`]).
+#[derive(Debug, Clone)]
+pub(crate) struct TableDef {
+    pub(super) name: &'static str,
+    pub(super) schema: SchemaRef,
+    /// The schema of the files: the table's columns and the empty field after the trailing
+    /// `|` of every dsdgen line.
+    pub(super) file_schema: SchemaRef,
+    objects: Vec<(String, u64)>,
+    /// The objects' total size.
+    pub(super) total_bytes: u64,
+    /// Estimated rows (from the sampled line length), for DataFusion's join ordering.
+    pub(super) estimated_rows: usize,
+    /// Estimated distinct values per column, where known (see [`S3Table::with_table_rows`]).
+    pub(super) distinct: Vec<Option<usize>>,
+    pub(super) store: Arc<Store>,
+    mode: Mode,
+    pub(super) format: Format,
+}
+
+/// A [`TableDef`] as plans carry it between processes: the table by name (the schema is
+/// Sift's own), its store without credentials.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct TableWire {
+    name: String,
+    objects: Vec<(String, u64)>,
+    estimated_rows: usize,
+    distinct: Vec<Option<usize>>,
+    pub(crate) store: StoreSpec,
+    mode: Mode,
+    format: Format,
+}
+
+impl TableDef {
+    fn new(
+        table: &'static TableSchema,
+        objects: Vec<(String, u64)>,
+        estimated_rows: usize,
+        store: Arc<Store>,
+        mode: Mode,
+        format: Format,
+    ) -> TableDef {
+        let schema = arrow_schema(table);
+        let mut file_fields: Vec<Field> =
+            schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        file_fields.push(Field::new("__trailing", DataType::Utf8, true));
+        TableDef {
+            name: table.name,
+            schema: Arc::new(schema),
+            file_schema: Arc::new(Schema::new(file_fields)),
+            total_bytes: objects.iter().map(|(_, size)| size).sum(),
+            objects,
+            estimated_rows,
+            distinct: vec![None; table.columns.len()],
+            store,
+            mode,
+            format,
+        }
+    }
+
+    /// The table as another process rebuilds it; `None` when its store's location is not
+    /// known.
+    pub(crate) fn wire(&self) -> Option<TableWire> {
+        Some(TableWire {
+            name: self.name.to_string(),
+            objects: self.objects.clone(),
+            estimated_rows: self.estimated_rows,
+            distinct: self.distinct.clone(),
+            store: self.store.spec()?,
+            mode: self.mode,
+            format: self.format,
+        })
+    }
+
+    /// The table `wire` describes, over `store` (which [`TableWire::store`] describes).
+    pub(crate) fn from_wire(wire: TableWire, store: Arc<Store>) -> DfResult<TableDef> {
+        let table = table_schema(&wire.name).ok_or_else(|| {
+            DataFusionError::Plan(format!("no TPC-DS table {:?} in this Sift", wire.name))
+        })?;
+        if wire.distinct.len() != table.columns.len() {
+            return Err(DataFusionError::Plan(format!(
+                "table {} has {} columns here, {} in the plan: Sift versions differ",
+                wire.name,
+                table.columns.len(),
+                wire.distinct.len()
+            )));
+        }
+        let mut def = TableDef::new(
+            table,
+            wire.objects,
+            wire.estimated_rows,
+            store,
+            wire.mode,
+            wire.format,
+        );
+        def.distinct = wire.distinct;
+        Ok(def)
+    }
+
+    fn naming(&self) -> crate::pushdown::Naming<'_> {
+        naming(self.format, &self.schema, self.store.behaviour)
+    }
+
+    /// `expr` lowered to S3 Select, or an error for a filter the table never took.
+    fn lower(&self, expr: &Expr) -> DfResult<Pred> {
+        lower(expr, &self.schema, self.naming()).ok_or_else(|| {
+            DataFusionError::Internal(format!(
+                "filter {expr} was not accepted for pushdown but was pushed down"
+            ))
+        })
+    }
 }
 
 impl S3Table {
@@ -56,31 +157,34 @@ impl S3Table {
         mode: Mode,
         format: Format,
     ) -> S3Table {
-        let schema = arrow_schema(table);
-        let mut file_fields: Vec<Field> =
-            schema.fields().iter().map(|f| f.as_ref().clone()).collect();
-        file_fields.push(Field::new("__trailing", DataType::Utf8, true));
         let total_bytes: u64 = objects.iter().map(|(_, size)| size).sum();
-        S3Table {
-            name: table.name,
-            schema: Arc::new(schema),
-            file_schema: Arc::new(Schema::new(file_fields)),
+        let estimated_rows = (total_bytes as f64 / line_bytes.max(1.0)) as usize;
+        S3Table::from_def(Arc::new(TableDef::new(
+            table,
             objects,
-            total_bytes,
-            estimated_rows: (total_bytes as f64 / line_bytes.max(1.0)) as usize,
-            distinct: vec![None; table.columns.len()],
+            estimated_rows,
             store,
             mode,
             format,
+        )))
+    }
+
+    pub(crate) fn from_def(def: Arc<TableDef>) -> S3Table {
+        S3Table {
+            def,
             lowered: Mutex::new(HashMap::new()),
         }
+    }
+
+    pub(crate) fn def(&self) -> &Arc<TableDef> {
+        &self.def
     }
 }
 
 #[async_trait]
 impl TableProvider for S3Table {
     fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
+        Arc::clone(&self.def.schema)
     }
 
     fn table_type(&self) -> TableType {
@@ -114,68 +218,128 @@ impl TableProvider for S3Table {
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
-            None => (0..self.schema.fields().len()).collect(),
+            None => (0..self.def.schema.fields().len()).collect(),
         };
-        let output_schema = Arc::new(self.schema.project(&projection)?);
-        let projection_distinct = projection.iter().map(|&i| self.distinct[i]).collect();
         let preds: Vec<Pred> = filters
             .iter()
-            .map(|f| {
-                self.lowered(f).ok_or_else(|| {
-                    DataFusionError::Internal(format!(
-                        "filter {f} was not accepted for pushdown but was pushed down"
-                    ))
-                })
-            })
+            .map(|f| self.lowered(f).map_or_else(|| self.def.lower(f), Ok))
             .collect::<DfResult<_>>()?;
-        let planned = (!preds.is_empty()).then_some(Pred::And(preds));
-        let mode = self.scan_mode(projection.len(), planned.is_some());
+        let mode = self.def.scan_mode(projection.len(), !preds.is_empty());
+        let target = state.config_options().execution.target_partitions.max(1);
+        let partitions = self.def.plan_requests(mode, target);
+        let source = ScanSource::new(
+            Arc::clone(&self.def),
+            state,
+            mode,
+            projection,
+            filters.to_vec(),
+            preds,
+        )?;
+        Ok(source.into_plan(partitions))
+    }
+}
+
+impl ScanSource {
+    /// The scan of `def` in `mode`, of the columns `projection` and the rows that pass
+    /// `filters` (whose S3 Select forms are `preds`).
+    pub(super) fn new(
+        def: Arc<TableDef>,
+        state: &dyn Session,
+        mode: Mode,
+        projection: Vec<usize>,
+        filters: Vec<Expr>,
+        preds: Vec<Pred>,
+    ) -> DfResult<ScanSource> {
+        let output = Arc::new(def.schema.project(&projection)?);
         let client = match mode {
             Mode::Fetch if !filters.is_empty() => Some(ClientFilter::new(
                 state,
-                &self.schema,
+                &def.schema,
                 &projection,
-                filters,
+                &filters,
             )?),
             _ => None,
         };
-        let target = state.config_options().execution.target_partitions.max(1);
-        let partitions = self.plan_requests(mode, target);
-        let properties = PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&output_schema)),
-            Partitioning::UnknownPartitioning(partitions.len().max(1)),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        );
-        Ok(Arc::new(ScanExec {
-            table: self.name,
+        Ok(ScanSource {
+            table: def,
             mode,
-            format: self.format,
-            store: Arc::clone(&self.store),
-            schema: Arc::clone(&self.schema),
-            file_schema: Arc::clone(&self.file_schema),
             projection,
-            output_schema,
+            output: DfTableSchema::from(output),
             filters: ScanFilters {
-                planned,
+                planned: (!preds.is_empty()).then_some(Pred::And(preds)),
                 client,
                 dynamic: Vec::new(),
             },
-            partitions,
-            estimated_rows: self.estimated_rows,
-            distinct: projection_distinct,
-            total_bytes: self.total_bytes,
-            properties: Arc::new(properties),
+            logical_filters: filters,
             metrics: ExecutionPlanMetricsSet::new(),
-        }))
+            sql_metric: true,
+        })
     }
+
+    /// The scan of `units` as another process rebuilds it ([`ScanSource::from_wire`]),
+    /// apart from its filters ([`ScanSource::logical_filters`]); `None` when its store's
+    /// location is unknown.
+    pub(crate) fn wire(&self, units: &[ScanUnit]) -> Option<ScanWire> {
+        Some(ScanWire {
+            table: self.table.wire()?,
+            mode: self.mode,
+            projection: self.projection.clone(),
+            partitions: units.iter().map(|u| u.requests().to_vec()).collect(),
+        })
+    }
+
+    /// The filters the scan was planned with, as DataFusion gave them.
+    pub(crate) fn logical_filters(&self) -> &[Expr] {
+        &self.logical_filters
+    }
+
+    /// The scan plan `wire` and `filters` describe, over `store` (which `wire.table.store`
+    /// describes). Dynamic filters are not carried: they cannot cross processes.
+    pub(crate) fn from_wire(
+        wire: ScanWire,
+        filters: Vec<Expr>,
+        store: Arc<Store>,
+        state: &dyn Session,
+    ) -> DfResult<Arc<DataSourceExec>> {
+        let def = Arc::new(TableDef::from_wire(wire.table, store)?);
+        if let Some(&i) = wire
+            .projection
+            .iter()
+            .find(|&&i| i >= def.schema.fields().len())
+        {
+            return Err(DataFusionError::Plan(format!(
+                "column {i} of table {} in the plan does not exist here",
+                def.name
+            )));
+        }
+        let preds = filters
+            .iter()
+            .map(|f| def.lower(f))
+            .collect::<DfResult<_>>()?;
+        let source = ScanSource::new(def, state, wire.mode, wire.projection, filters, preds)?;
+        let source = ScanSource {
+            sql_metric: false,
+            ..source
+        };
+        Ok(source.into_plan_of_units(wire.partitions.into_iter().map(ScanUnit::from).collect()))
+    }
+}
+
+/// A Sift scan as plans carry it between processes: its source, and the requests of the
+/// partitions it still has (a Ballista task's share).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ScanWire {
+    pub(crate) table: TableWire,
+    mode: Mode,
+    projection: Vec<usize>,
+    partitions: Vec<Vec<Request>>,
 }
 
 impl S3Table {
     /// `expr` lowered to S3 Select, once per distinct filter: DataFusion asks which filters
     /// the table takes, then hands the scan those it took.
     fn lowered(&self, expr: &Expr) -> Option<Pred> {
-        let lower_now = || lower(expr, &self.schema, self.naming());
+        let lower_now = || lower(expr, &self.def.schema, self.def.naming());
         let Ok(mut lowered) = self.lowered.lock() else {
             return lower_now();
         };
@@ -185,26 +349,25 @@ impl S3Table {
             .clone()
     }
 
-    fn naming(&self) -> crate::pushdown::Naming<'_> {
-        naming(self.format, &self.schema, self.store.behaviour)
-    }
-
     /// The table's name.
     pub fn name(&self) -> &'static str {
-        self.name
+        self.def.name
     }
 
     /// The key columns' distinct-value estimates from `rows` (every table's estimated rows):
     /// a key has at most as many distinct values as the table it refers to has rows, and no
     /// more than its own table has rows.
     fn with_table_rows(mut self, rows: &BTreeMap<&'static str, usize>) -> S3Table {
-        for (i, field) in self.schema.fields().iter().enumerate() {
+        let def = Arc::make_mut(&mut self.def);
+        for (i, field) in def.schema.fields().iter().enumerate() {
             let domain = key_domain(field.name()).and_then(|table| rows.get(table));
-            self.distinct[i] = domain.map(|&n| n.min(self.estimated_rows));
+            def.distinct[i] = domain.map(|&n| n.min(def.estimated_rows));
         }
         self
     }
+}
 
+impl TableDef {
     /// How one scan reads: in the table's mode, except that a scan needing every column
     /// under no filter is fetched in every mode. S3 Select would send the whole table back,
     /// re-serialised, after parsing it on the store: more work on both sides for the same
@@ -278,8 +441,10 @@ impl S3Table {
 /// dates, and a date filter that could have cut the fact scan was derived on `date_dim`
 /// instead.
 pub fn with_key_statistics(tables: Vec<S3Table>) -> Vec<S3Table> {
-    let rows: BTreeMap<&'static str, usize> =
-        tables.iter().map(|t| (t.name, t.estimated_rows)).collect();
+    let rows: BTreeMap<&'static str, usize> = tables
+        .iter()
+        .map(|t| (t.def.name, t.def.estimated_rows))
+        .collect();
     tables
         .into_iter()
         .map(|t| t.with_table_rows(&rows))

@@ -12,8 +12,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use crate::layout::Format;
-use crate::scan::exec::ScanExec;
 use crate::scan::request::{select, Request};
+use crate::scan::source::{scan_units, sift_scan, ScanSource};
 use crate::scan::table::{with_key_statistics, S3Table};
 use crate::scan::{Mode, Store};
 
@@ -70,10 +70,7 @@ async fn store_answering(response: Vec<u8>) -> Store {
         endpoint: format!("http://{addr}"),
         bucket: "b".into(),
         prefix: String::new(),
-        access_key: Some("a".into()),
-        secret_key: Some("s".into()),
-        session_token: None,
-        region: Some("us-east-1".into()),
+        signing: crate::s3::Signing::keys("a", "s", "us-east-1"),
         virtual_hosted: false,
     };
     let client = crate::s3::client(&args, crate::net::Link::unlimited()).await;
@@ -147,12 +144,13 @@ async fn planned(mode: Mode, projection: Option<Vec<usize>>, filters: &[Expr]) -
         .scan(&state, projection.as_ref(), filters, None)
         .await
         .expect("planned");
-    let scan = plan.downcast_ref::<ScanExec>().expect("a ScanExec");
+    let (scan, config) = sift_scan(plan.as_ref()).expect("a Sift scan");
     if scan.mode == Mode::Fetch {
         assert!(
-            scan.partitions
+            scan_units(config)
+                .expect("units")
                 .iter()
-                .flatten()
+                .flat_map(|u| u.requests())
                 .all(|r| matches!(r, Request::Get { .. })),
             "a fetched scan sends GETs"
         );
@@ -163,8 +161,8 @@ async fn planned(mode: Mode, projection: Option<Vec<usize>>, filters: &[Expr]) -
 /// The tables scanned under `plan`.
 fn tables_under(plan: &Arc<dyn ExecutionPlan>) -> Vec<&'static str> {
     let mut tables = Vec::new();
-    if let Some(scan) = plan.downcast_ref::<ScanExec>() {
-        tables.push(scan.table);
+    if let Some((scan, _)) = sift_scan(plan.as_ref()) {
+        tables.push(scan.table.name);
     }
     for child in plan.children() {
         tables.extend(tables_under(child));
@@ -272,7 +270,7 @@ async fn a_fetched_scan_applies_the_filters_the_pushdown_modes_send() {
         )
         .await
         .expect("planned");
-    let scan = plan.downcast_ref::<ScanExec>().expect("a ScanExec");
+    let scan: &ScanSource = sift_scan(plan.as_ref()).expect("a Sift scan").0;
     let filter = scan
         .filters
         .client
@@ -283,12 +281,14 @@ async fn a_fetched_scan_applies_the_filters_the_pushdown_modes_send() {
     let items = Int32Array::from(vec![10, 20, 30, 40]);
     let quantities = Int32Array::from(vec![Some(3), Some(6), None, Some(9)]);
     let batch = RecordBatch::try_new(
-        Arc::new(scan.schema.project(&filter.read).expect("columns")),
+        Arc::new(scan.table.schema.project(&filter.read).expect("columns")),
         vec![Arc::new(items), Arc::new(quantities)],
     )
     .expect("a batch");
-    let kept = filter.apply(&batch, &scan.output_schema).expect("filtered");
-    assert_eq!(kept.schema(), scan.output_schema);
+    let kept = filter
+        .apply(&batch, scan.output_schema())
+        .expect("filtered");
+    assert_eq!(&kept.schema(), scan.output_schema());
     let kept = kept.column(0).as_any().downcast_ref::<Int32Array>();
     assert_eq!(kept.expect("ints").values(), &[20, 40]);
 }

@@ -1,0 +1,140 @@
+//! A finished job's stage plans with their metrics, from the scheduler's REST API
+//! (`GET /api/job/{id}/stages?plan_format=metrics`): the executed plan of a distributed
+//! statement, and the scans' byte counts in it.
+
+use serde::Deserialize;
+
+use crate::cluster::SchedulerUrl;
+use crate::error::{Error, Result};
+use crate::scan::FILE_TYPE;
+
+#[derive(Debug, Deserialize)]
+struct Stages {
+    stages: Vec<Stage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Stage {
+    stage_id: String,
+    stage_status: String,
+    stage_plan: Option<String>,
+}
+
+/// The stage plans of job `job_id`, each under a `Stage N (status):` line, in stage order.
+pub async fn plans(scheduler: &SchedulerUrl, job_id: &str) -> Result<String> {
+    let url = format!(
+        "{}/api/job/{job_id}/stages?plan_format=metrics",
+        scheduler.http()
+    );
+    let body = crate::net::http_get(&url).await?;
+    let mut stages: Stages = serde_json::from_slice(&body)
+        .map_err(|e| Error::Invalid(format!("{url}: not a stages answer: {e}")))?;
+    stages
+        .stages
+        .sort_by_key(|s| s.stage_id.parse::<u64>().unwrap_or(u64::MAX));
+    let mut text = String::new();
+    for stage in stages.stages {
+        text.push_str(&format!(
+            "Stage {} ({}):\n",
+            stage.stage_id, stage.stage_status
+        ));
+        text.push_str(stage.stage_plan.as_deref().unwrap_or("(not started)\n"));
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    Ok(text)
+}
+
+/// The sum of metric `name` over the scans of `plans` (as `name=N` in a Sift scan's line).
+///
+/// The scheduler renders counts as DataFusion does, in thousands (K), millions (M),
+/// billions (B) and trillions (T) past 999, to three or four significant digits; the sum
+/// is as exact as those are. (The REST API is where a client can read the executors'
+/// counts; they reach the scheduler exact, as protobuf.)
+pub fn scan_metric(plans: &str, name: &str) -> u64 {
+    let key = format!("{name}=");
+    plans
+        .lines()
+        .filter(|line| scanned_table(line).is_some())
+        .filter_map(|line| {
+            let at = line.find(&key)? + key.len();
+            let value = line[at..].split([',', ']']).next()?;
+            count(value)
+        })
+        .sum()
+}
+
+/// The table a plan line scans, when it is a Sift scan's (`DataSourceExec: …,
+/// file_type=sift, table=NAME, …`).
+fn scanned_table(line: &str) -> Option<&str> {
+    let marker = format!("file_type={FILE_TYPE}, table=");
+    let at = line.find(&marker)? + marker.len();
+    line[at..].split(',').next()
+}
+
+/// A count as DataFusion prints it: `999`, `10.32 K`, `2.38 M`, `1.5 B`, `3.1 T`.
+fn count(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (number, scale) = match text.rsplit_once(' ') {
+        Some((number, "K")) => (number, 1e3),
+        Some((number, "M")) => (number, 1e6),
+        Some((number, "B")) => (number, 1e9),
+        Some((number, "T")) => (number, 1e12),
+        None => return text.parse().ok(),
+        Some(_) => return None,
+    };
+    let value: f64 = number.parse().ok()?;
+    Some((value * scale).round() as u64)
+}
+
+/// The joins and scanned tables of `plans`, in the order they appear: a distributed plan's
+/// counterpart of [`crate::scan::join_tree`], compared across modes in the same way.
+pub fn join_tree(plans: &str) -> String {
+    plans
+        .lines()
+        .filter_map(|line| {
+            let node = line.trim_start();
+            let name = node.split([':', ' ']).next()?;
+            if let Some(table) = scanned_table(node) {
+                return Some(table.to_string());
+            }
+            name.contains("Join").then(|| name.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLANS: &str = "Stage 1 (Successful):\n\
+        ShuffleWriterExec: partitioning: None, metrics=[]\n  \
+          DataSourceExec: file_groups={1 group: [[date_dim/partition-0]]}, projection=[d_date_sk], file_type=sift, table=date_dim, mode=pushdown, columns=[s._1], metrics=[bytes_received=120, bytes_scanned=10.32 M, requests=2]\n\
+        Stage 2 (Successful):\n\
+        HashJoinExec: mode=CollectLeft, join_type=Inner, metrics=[]\n  \
+          DataSourceExec: file_groups={1 group: [[store_sales/partition-0]]}, projection=[ss_sold_date_sk], file_type=sift, table=store_sales, mode=pushdown, columns=[s._1], metrics=[bytes_received=554.4 K, bytes_scanned=2.38 B, requests=1]\n";
+
+    #[test]
+    fn scan_metrics_are_summed() {
+        assert_eq!(scan_metric(PLANS, "bytes_received"), 554_520);
+        assert_eq!(scan_metric(PLANS, "bytes_scanned"), 2_390_320_000);
+        assert_eq!(scan_metric(PLANS, "requests"), 3);
+        assert_eq!(scan_metric(PLANS, "absent"), 0);
+    }
+
+    #[test]
+    fn counts_as_datafusion_prints_them() {
+        assert_eq!(count("999"), Some(999));
+        assert_eq!(count("1.00 K"), Some(1000));
+        assert_eq!(count("123.4 T"), Some(123_400_000_000_000));
+        assert_eq!(count("12 X"), None);
+        assert_eq!(count("x"), None);
+    }
+
+    #[test]
+    fn joins_and_tables_in_order() {
+        assert_eq!(join_tree(PLANS), "date_dim HashJoinExec store_sales");
+    }
+}
