@@ -1,6 +1,6 @@
 //! What the store's S3 Select does where stores differ, checked once per run on a small
 //! part before any query is timed ([`check`]). The checks use the request form the scans
-//! use ([`crate::scan::select`]), so they test what the scans will send.
+//! use (`scan::select`), so they test what the scans will send.
 //!
 //! * **ScanRange.** The pushdown modes split a part into ScanRanges and trust the store to
 //!   answer each with the records that *start* in it, as AWS defines ScanRange for CSV: then

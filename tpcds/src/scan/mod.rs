@@ -18,7 +18,7 @@
 //! opener:
 //!
 //! - [`S3Table`] (`table`) is the table provider: it lowers each filter it is offered to
-//!   S3 Select's SQL once ([`filter`]), and plans a scan's requests;
+//!   S3 Select's SQL once (`filter`), and plans a scan's requests;
 //! - `ScanSource` (`source`) is the file source of DataFusion's own file scan, whose
 //!   "files" are each partition's list of requests: statistics, the dynamic filters it takes
 //!   from joins, its metrics, and the opener that turns a partition's requests into a stream;

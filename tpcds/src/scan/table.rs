@@ -195,7 +195,7 @@ impl TableProvider for S3Table {
     /// the same tree and differ only in their scans. (When fetch mode left them to a
     /// `FilterExec`, its selectivity estimate gave 15 of the 74 `ceph72` statements another
     /// join order than the pushdown modes at SF 1, and the comparison was partly of plans.)
-    /// A fetched scan applies them on the client ([`ClientFilter`]).
+    /// A fetched scan applies them on the client (`ClientFilter`).
     fn supports_filters_pushdown(
         &self,
         filters: &[&Expr],
