@@ -163,6 +163,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         partitions: None,
         verbose: true,
         scheduler: None,
+        memory_limit: None,
     };
     eprintln!(
         "running {} queries in fetch, pushdown and dynamic mode over a {} emulated link…",

@@ -202,6 +202,11 @@ pub struct RunArgs {
     /// instead of in this process; see `sift tpcds scheduler` and `executor`.
     #[arg(long, value_parser = SchedulerUrl::parse)]
     pub scheduler: Option<SchedulerUrl>,
+    /// Memory for the queries, e.g. 2GiB: beyond it sorts and aggregations spill to the
+    /// temporary directory, and a query whose hash join does not fit runs again with
+    /// sort-merge joins. On a cluster, give it to each executor instead. [default: no limit]
+    #[arg(long, value_parser = parse_byte_size, conflicts_with = "scheduler")]
+    pub memory_limit: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -341,6 +346,7 @@ pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
         partitions: args.partitions,
         verbose: true,
         scheduler: args.scheduler.clone(),
+        memory_limit: args.memory_limit,
     })
 }
 

@@ -266,6 +266,35 @@ fn cluster_flags_are_checked_before_anything_starts() {
             ],
             "--scheduler",
         ),
+        // A cluster's memory is the executors': the client only plans.
+        (
+            vec![
+                "tpcds",
+                "run",
+                "--endpoint",
+                "http://e",
+                "--bucket",
+                "b",
+                "--scheduler",
+                "df://h:1",
+                "--memory-limit",
+                "1GiB",
+            ],
+            "--memory-limit",
+        ),
+        (
+            vec![
+                "tpcds",
+                "run",
+                "--endpoint",
+                "http://e",
+                "--bucket",
+                "b",
+                "--memory-limit",
+                "0",
+            ],
+            "--memory-limit",
+        ),
     ] {
         let output = sift(&args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

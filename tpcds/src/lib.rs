@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod error;
 pub mod load;
 pub mod net;
+mod plan_text;
 pub mod probe;
 pub mod pushdown;
 pub mod queries;

@@ -23,6 +23,8 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionContext;
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::{self, display::DisplayableExecutionPlan};
 use datafusion::prelude::SessionConfig;
@@ -64,6 +66,10 @@ pub struct RunOptions {
     pub verbose: bool,
     /// Run on this Ballista scheduler's cluster instead of in this process.
     pub scheduler: Option<SchedulerUrl>,
+    /// The memory pool of a single-process run: sorts and aggregations spill to disk beyond
+    /// it, and a statement whose hash join does not fit runs again with sort-merge joins,
+    /// which spill ([`MemoryUse`]). Unbounded when `None`.
+    pub memory_limit: Option<u64>,
 }
 
 /// One query in one mode (`results.json`).
@@ -83,6 +89,29 @@ pub struct QueryResult {
     /// at small scale factors): every mode must fail the same way.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Spill files written by its operators (`spill_count` summed over its plans).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spills: u64,
+    /// Whether a statement ran again with sort-merge joins because a hash join's build side
+    /// did not fit in the memory pool (its time and bytes include the first attempt).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sort_merge_retry: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// How a memory-limited run used its pool (`summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryUse {
+    /// The pool, in bytes.
+    pub limit: u64,
+    /// Queries whose operators spilled to disk, as `qN in MODE mode`.
+    pub spilled: Vec<String>,
+    /// Queries that ran again with sort-merge joins (DataFusion's hash join does not
+    /// spill: its build side must fit), as `qN in MODE mode`.
+    pub sort_merge_retries: Vec<String>,
 }
 
 /// Totals of one mode (`summary.json`).
@@ -117,6 +146,9 @@ pub struct Summary {
     pub scheduler: Option<String>,
     /// E.g. "1 Gbit/s emulated link", or "no link limit".
     pub link: String,
+    /// The memory pool and what it made spill, for a run with `--memory-limit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
     pub iterations: usize,
     pub modes: BTreeMap<Mode, ModeTotals>,
     pub against_fetch: BTreeMap<Mode, Comparison>,
@@ -254,6 +286,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             mode,
             options.format,
             options.partitions,
+            options.memory_limit,
             cluster.as_ref(),
         )
         .await?;
@@ -279,10 +312,18 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 let started = Instant::now();
                 let mut outputs = Vec::new();
                 let mut plans = Vec::new();
+                let mut retried = false;
                 for statement in &statements {
-                    let (output, plan) = run_statement(&ctx, statement, n, cluster.as_ref()).await;
-                    outputs.push(output);
-                    plans.push(plan);
+                    let run = run_statement(&ctx, statement, n, cluster.as_ref()).await;
+                    let run = match run.0 {
+                        Err(e) if options.memory_limit.is_some() && hash_join_refused(&e) => {
+                            retried = true;
+                            run_with_sort_merge_joins(&ctx, statement, n, cluster.as_ref()).await
+                        }
+                        _ => run,
+                    };
+                    outputs.push(run.0);
+                    plans.push(run.1);
                 }
                 times.push(started.elapsed().as_secs_f64());
                 // On a cluster the executors counted, and their counts came back in the
@@ -293,9 +334,10 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                         (r + plan.bytes_received, s + plan.bytes_scanned)
                     }),
                 };
-                last = Some((outputs, plans, received, scanned));
+                last = Some((outputs, plans, received, scanned, retried));
             }
-            let Some((outputs, plans, bytes_received, bytes_scanned)) = last else {
+            let Some((outputs, plans, bytes_received, bytes_scanned, sort_merge_retry)) = last
+            else {
                 continue;
             };
             let texts: Vec<StatementRows> = outputs
@@ -353,6 +395,12 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 rows: per_statement_rows.iter().sum(),
                 checksum: checksum.clone(),
                 error: (!errors.is_empty()).then(|| errors.join("; ")),
+                spills: plans
+                    .iter()
+                    .flatten()
+                    .map(|plan| crate::plan_text::total(&plan.text, "spill_count"))
+                    .sum(),
+                sort_merge_retry,
             };
             match reference.get(&result.query) {
                 None => {
@@ -396,6 +444,9 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             Some(rate) => format!("{} emulated link", describe_rate(rate)),
             None => "no link limit".to_string(),
         },
+        memory: options
+            .memory_limit
+            .map(|limit| memory_use(limit, &results)),
         iterations: options.iterations.max(1),
         against_fetch: compare_modes(&results),
         modes,
@@ -491,6 +542,7 @@ async fn session(
     mode: Mode,
     format: Format,
     partitions: Option<usize>,
+    memory_limit: Option<u64>,
     cluster: Option<&Cluster>,
 ) -> Result<SessionContext> {
     let partitions = partitions.unwrap_or_else(|| {
@@ -517,6 +569,14 @@ async fn session(
     let optimizer = &mut config.options_mut().optimizer;
     optimizer.enable_topk_dynamic_filter_pushdown = false;
     optimizer.enable_aggregate_dynamic_filter_pushdown = false;
+    if let Some(limit) = memory_limit {
+        // An external sort holds this much back to merge its spill files, per partition:
+        // DataFusion's 10 MiB assumes a pool of gigabytes, and a smaller pool failed every
+        // sort that spilled ("Not enough memory to continue external sort").
+        let execution = &mut config.options_mut().execution;
+        let share = usize::try_from(limit / 16).unwrap_or(usize::MAX);
+        execution.sort_spill_reservation_bytes = execution.sort_spill_reservation_bytes.min(share);
+    }
     // A Ballista task runs its share of a stage's partitions on its own; a file scan that
     // let one partition's stream take another's files (DataFusion's default, which balances
     // a single process) would read them in a task that does not own them, and another task
@@ -528,7 +588,16 @@ async fn session(
             .enable_file_stream_work_stealing = false;
     }
     let ctx = match cluster {
-        None => SessionContext::new_with_config(config),
+        None => {
+            let mut runtime = RuntimeEnvBuilder::new();
+            if let Some(limit) = memory_limit {
+                // Fair shares: every spilling operator of a statement gets an equal part,
+                // rather than the first one taking the pool from the rest.
+                let bytes = usize::try_from(limit).unwrap_or(usize::MAX);
+                runtime = runtime.with_memory_pool(Arc::new(FairSpillPool::new(bytes)));
+            }
+            SessionContext::new_with_config_rt(config, runtime.build_arc()?)
+        }
         Some(cluster) => {
             let state = SessionStateBuilder::new()
                 .with_config(config)
@@ -578,19 +647,48 @@ async fn run_statement(
     n: u32,
     cluster: Option<&Cluster>,
 ) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
-    let sort_merge = SORT_MERGE_QUERIES.contains(&n);
-    if sort_merge {
-        if let Err(e) = set_prefer_hash_join(ctx, false).await {
-            return (Err(e), None);
-        }
+    match SORT_MERGE_QUERIES.contains(&n) {
+        true => run_with_sort_merge_joins(ctx, sql, n, cluster).await,
+        false => run_planned(ctx, sql, n, cluster).await,
+    }
+}
+
+/// Whether a statement failed because a hash join's build side did not fit in the memory
+/// pool: DataFusion's hash join does not spill, and says `Resources exhausted`.
+fn hash_join_refused(error: &str) -> bool {
+    error.contains("Resources exhausted") && error.contains("HashJoin")
+}
+
+/// Runs a statement with sort-merge joins, which sort (and spill) their inputs instead of
+/// holding a build side in memory.
+async fn run_with_sort_merge_joins(
+    ctx: &SessionContext,
+    sql: &str,
+    n: u32,
+    cluster: Option<&Cluster>,
+) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
+    if let Err(e) = set_prefer_hash_join(ctx, false).await {
+        return (Err(e), None);
     }
     let (result, plan) = run_planned(ctx, sql, n, cluster).await;
-    if sort_merge {
-        if let Err(e) = set_prefer_hash_join(ctx, true).await {
-            return (Err(e), plan);
-        }
+    match set_prefer_hash_join(ctx, true).await {
+        Ok(()) => (result, plan),
+        Err(e) => (Err(e), plan),
     }
-    (result, plan)
+}
+
+/// Which queries spilled and which ran again with sort-merge joins.
+fn memory_use(limit: u64, results: &[QueryResult]) -> MemoryUse {
+    let named = |r: &QueryResult| format!("{} in {} mode", r.query, r.mode);
+    MemoryUse {
+        limit,
+        spilled: results.iter().filter(|r| r.spills > 0).map(named).collect(),
+        sort_merge_retries: results
+            .iter()
+            .filter(|r| r.sort_merge_retry)
+            .map(named)
+            .collect(),
+    }
 }
 
 async fn set_prefer_hash_join(ctx: &SessionContext, on: bool) -> std::result::Result<(), String> {
@@ -648,8 +746,8 @@ async fn run_planned(
     };
     let (bytes_received, bytes_scanned) = match cluster {
         Some(_) => (
-            stages::scan_metric(&text, "bytes_received"),
-            stages::scan_metric(&text, "bytes_scanned"),
+            crate::plan_text::scan_metric(&text, "bytes_received"),
+            crate::plan_text::scan_metric(&text, "bytes_scanned"),
         ),
         None => (0, 0),
     };
@@ -895,6 +993,8 @@ mod tests {
             rows: 0,
             checksum: String::new(),
             error: None,
+            spills: 0,
+            sort_merge_retry: false,
         };
         let results = vec![
             r("q1", Mode::Fetch, 4.0, 1000),
@@ -912,6 +1012,25 @@ mod tests {
         assert_eq!(c.max_speedup, 4.0);
         assert_eq!(c.max_speedup_query, "q1");
         assert!((c.bytes_reduction - 0.9).abs() < 1e-9);
+
+        let mut spilled = r("q4", Mode::Dynamic, 1.0, 10);
+        spilled.spills = 3;
+        let mut retried = r("q5", Mode::Fetch, 1.0, 10);
+        retried.sort_merge_retry = true;
+        let memory = memory_use(1 << 20, &[spilled, retried, r("q6", Mode::Fetch, 1.0, 1)]);
+        assert_eq!(memory.spilled, ["q4 in dynamic mode"]);
+        assert_eq!(memory.sort_merge_retries, ["q5 in fetch mode"]);
+    }
+
+    #[test]
+    fn only_a_hash_join_out_of_memory_is_retried() {
+        let refused = "Resources exhausted: Additional allocation failed for HashJoinInput[3] \
+                       with top memory consumers (across reservations) as: ...";
+        assert!(hash_join_refused(refused));
+        assert!(!hash_join_refused(
+            "Resources exhausted: Failed to allocate for ExternalSorter[0]"
+        ));
+        assert!(!hash_join_refused("HashJoin: schema mismatch"));
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! A finished job's stage plans with their metrics, from the scheduler's REST API
 //! (`GET /api/job/{id}/stages?plan_format=metrics`): the executed plan of a distributed
-//! statement, and the scans' byte counts in it.
+//! statement, and its join tree.
 
 use serde::Deserialize;
 
 use crate::cluster::SchedulerUrl;
 use crate::error::{Error, Result};
-use crate::scan::FILE_TYPE;
+use crate::plan_text::scanned_table;
 
 #[derive(Debug, Deserialize)]
 struct Stages {
@@ -46,48 +46,6 @@ pub async fn plans(scheduler: &SchedulerUrl, job_id: &str) -> Result<String> {
     Ok(text)
 }
 
-/// The sum of metric `name` over the scans of `plans` (as `name=N` in a Sift scan's line).
-///
-/// The scheduler renders counts as DataFusion does, in thousands (K), millions (M),
-/// billions (B) and trillions (T) past 999, to three or four significant digits; the sum
-/// is as exact as those are. (The REST API is where a client can read the executors'
-/// counts; they reach the scheduler exact, as protobuf.)
-pub fn scan_metric(plans: &str, name: &str) -> u64 {
-    let key = format!("{name}=");
-    plans
-        .lines()
-        .filter(|line| scanned_table(line).is_some())
-        .filter_map(|line| {
-            let at = line.find(&key)? + key.len();
-            let value = line[at..].split([',', ']']).next()?;
-            count(value)
-        })
-        .sum()
-}
-
-/// The table a plan line scans, when it is a Sift scan's (`DataSourceExec: …,
-/// file_type=sift, table=NAME, …`).
-fn scanned_table(line: &str) -> Option<&str> {
-    let marker = format!("file_type={FILE_TYPE}, table=");
-    let at = line.find(&marker)? + marker.len();
-    line[at..].split(',').next()
-}
-
-/// A count as DataFusion prints it: `999`, `10.32 K`, `2.38 M`, `1.5 B`, `3.1 T`.
-fn count(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let (number, scale) = match text.rsplit_once(' ') {
-        Some((number, "K")) => (number, 1e3),
-        Some((number, "M")) => (number, 1e6),
-        Some((number, "B")) => (number, 1e9),
-        Some((number, "T")) => (number, 1e12),
-        None => return text.parse().ok(),
-        Some(_) => return None,
-    };
-    let value: f64 = number.parse().ok()?;
-    Some((value * scale).round() as u64)
-}
-
 /// The joins and scanned tables of `plans`, in the order they appear: a distributed plan's
 /// counterpart of [`crate::scan::join_tree`], compared across modes in the same way.
 pub fn join_tree(plans: &str) -> String {
@@ -115,23 +73,6 @@ mod tests {
         Stage 2 (Successful):\n\
         HashJoinExec: mode=CollectLeft, join_type=Inner, metrics=[]\n  \
           DataSourceExec: file_groups={1 group: [[store_sales/partition-0]]}, projection=[ss_sold_date_sk], file_type=sift, table=store_sales, mode=pushdown, columns=[s._1], metrics=[bytes_received=554.4 K, bytes_scanned=2.38 B, requests=1]\n";
-
-    #[test]
-    fn scan_metrics_are_summed() {
-        assert_eq!(scan_metric(PLANS, "bytes_received"), 554_520);
-        assert_eq!(scan_metric(PLANS, "bytes_scanned"), 2_390_320_000);
-        assert_eq!(scan_metric(PLANS, "requests"), 3);
-        assert_eq!(scan_metric(PLANS, "absent"), 0);
-    }
-
-    #[test]
-    fn counts_as_datafusion_prints_them() {
-        assert_eq!(count("999"), Some(999));
-        assert_eq!(count("1.00 K"), Some(1000));
-        assert_eq!(count("123.4 T"), Some(123_400_000_000_000));
-        assert_eq!(count("12 X"), None);
-        assert_eq!(count("x"), None);
-    }
 
     #[test]
     fn joins_and_tables_in_order() {
