@@ -123,7 +123,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         args.data.display()
     );
     let endpoint = EndpointArgs {
-        endpoint: gateway.endpoint.clone(),
+        endpoints: vec![gateway.endpoint.clone()],
         bucket: "tpcds".into(),
         prefix: "tpcds".into(),
         signing: Signing::keys(&access, &secret, "us-east-1"),

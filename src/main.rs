@@ -47,8 +47,17 @@ fn main() -> ExitCode {
 }
 
 /// Runs an async subcommand to completion on a multi-threaded runtime; a failure is printed
-/// as `prefix: error` and becomes the exit status.
+/// as `prefix: error` and becomes the exit status 1.
 fn run_async<E: Display>(prefix: &str, work: impl Future<Output = Result<(), E>>) -> ExitCode {
+    run_async_with(prefix, work, |_| 1)
+}
+
+/// [`run_async`] with the exit status of a failure chosen by `status` (2 for a usage error).
+fn run_async_with<E: Display>(
+    prefix: &str,
+    work: impl Future<Output = Result<(), E>>,
+    status: impl Fn(&E) -> u8,
+) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -63,7 +72,7 @@ fn run_async<E: Display>(prefix: &str, work: impl Future<Output = Result<(), E>>
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{prefix}: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(status(&e))
         }
     }
 }

@@ -9,7 +9,7 @@ use indicatif::MultiProgress;
 use sift_tpcds::cluster::process::{self, ExecutorOptions};
 use sift_tpcds::cluster::SchedulerUrl;
 use sift_tpcds::data::Slice;
-use sift_tpcds::error::Result;
+use sift_tpcds::error::{Error, Result};
 use sift_tpcds::layout::{self, Format, DEFAULT_PART_SIZE};
 use sift_tpcds::net::Link;
 use sift_tpcds::run::{self, RunOptions};
@@ -229,37 +229,45 @@ pub fn parse_modes(text: &str) -> Result<Vec<Mode>, String> {
 }
 
 pub fn run(command: TpcdsCommand) -> ExitCode {
-    crate::run_async("error", async {
-        match command {
-            TpcdsCommand::Gen(args) => gen(args).await,
-            TpcdsCommand::Load(args) => load(args).await,
-            TpcdsCommand::Run(args) => run_queries(*args).await,
-            TpcdsCommand::Report(args) => write_report(&args.dir),
-            TpcdsCommand::Scheduler(args) => {
-                log_to_stderr();
-                // The scheduler plans scans but sends no request: any region will do, and
-                // naming one keeps the SDK from asking an instance-metadata service.
-                let signing = Signing {
-                    region: Some("us-east-1".into()),
-                    ..Signing::default()
-                };
-                let shared = signing.shared_config(Link::unlimited()).await;
-                process::scheduler(args.bind, shared).await
+    let status = |e: &Error| match e {
+        Error::Flag { .. } => 2,
+        _ => 1,
+    };
+    crate::run_async_with(
+        "error",
+        async {
+            match command {
+                TpcdsCommand::Gen(args) => gen(args).await,
+                TpcdsCommand::Load(args) => load(args).await,
+                TpcdsCommand::Run(args) => run_queries(*args).await,
+                TpcdsCommand::Report(args) => write_report(&args.dir),
+                TpcdsCommand::Scheduler(args) => {
+                    log_to_stderr();
+                    // The scheduler plans scans but sends no request: any region will do, and
+                    // naming one keeps the SDK from asking an instance-metadata service.
+                    let signing = Signing {
+                        region: Some("us-east-1".into()),
+                        ..Signing::default()
+                    };
+                    let shared = signing.shared_config(Link::unlimited()).await;
+                    process::scheduler(args.bind, shared).await
+                }
+                TpcdsCommand::Executor(args) => {
+                    log_to_stderr();
+                    let shared = args.signing.shared_config(Link::unlimited()).await;
+                    let options = ExecutorOptions {
+                        scheduler: args.scheduler,
+                        bind: args.bind,
+                        memory_limit: args.memory_limit,
+                        work_dir: args.work_dir,
+                        slots: args.slots.map(|n| n as usize),
+                    };
+                    process::executor(options, shared).await
+                }
             }
-            TpcdsCommand::Executor(args) => {
-                log_to_stderr();
-                let shared = args.signing.shared_config(Link::unlimited()).await;
-                let options = ExecutorOptions {
-                    scheduler: args.scheduler,
-                    bind: args.bind,
-                    memory_limit: args.memory_limit,
-                    work_dir: args.work_dir,
-                    slots: args.slots.map(|n| n as usize),
-                };
-                process::executor(options, shared).await
-            }
-        }
-    })
+        },
+        status,
+    )
 }
 
 /// Ballista's logs (and Sift's) on stderr, filtered by RUST_LOG; warnings by default.
@@ -282,7 +290,7 @@ async fn gen(args: GenArgs) -> Result<()> {
         load::generate_files(parts, scale, &out, format, jobs, &progress)
     })
     .await
-    .map_err(|e| sift_tpcds::error::Error::Invalid(format!("generator failed: {e}")))??;
+    .map_err(|e| Error::Invalid(format!("generator failed: {e}")))??;
     eprintln!(
         "wrote {} parts ({:.1} MB) to {}, {} already there",
         summary.parts_written,
@@ -328,7 +336,6 @@ async fn load(args: LoadArgs) -> Result<()> {
 
 /// The options of `run` as the library takes them.
 pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
-    use sift_tpcds::error::Error;
     Ok(RunOptions {
         scale: args.sf,
         format: args.format,
@@ -381,6 +388,24 @@ pub fn print_summary(summary: &run::Summary) {
             t.gateway_cpu_seconds
                 .map_or("–".to_string(), |c| format!("{c:.1} s"))
         );
+    }
+    for (mode, t) in &summary.modes {
+        for e in &t.endpoints {
+            println!(
+                "{:>9} at {}: {} requests, {:.1} MB",
+                mode.name(),
+                e.endpoint,
+                e.requests,
+                e.bytes_received as f64 / 1e6
+            );
+        }
+        if t.retries > 0 {
+            println!(
+                "{:>9}: {} requests sent again after a busy or failed endpoint",
+                mode.name(),
+                t.retries
+            );
+        }
     }
     for (mode, c) in &summary.against_fetch {
         println!(

@@ -295,10 +295,65 @@ fn cluster_flags_are_checked_before_anything_starts() {
             ],
             "--memory-limit",
         ),
+        (
+            vec![
+                "tpcds",
+                "run",
+                "--endpoint",
+                "http://a:1,a:2",
+                "--bucket",
+                "b",
+            ],
+            "--endpoint",
+        ),
+        (
+            vec!["tpcds", "run", "--endpoint", "https://a:1", "--bucket", "b"],
+            "--endpoint",
+        ),
     ] {
         let output = sift(&args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
+}
+
+/// A scheduler that does not answer, or one without executors, stops the run before any
+/// query, naming `--scheduler` (exit code 2), within the REST API's 30 s timeout.
+#[test]
+fn a_run_stops_at_once_without_a_working_scheduler() {
+    let run = |scheduler: &str| {
+        let started = Instant::now();
+        let output = sift(&[
+            "tpcds",
+            "run",
+            "--sf",
+            SF,
+            "--endpoint",
+            "http://127.0.0.1:1",
+            "--bucket",
+            "b",
+            "--access-key",
+            ACCESS,
+            "--secret-key",
+            SECRET,
+            "--scheduler",
+            scheduler,
+        ]);
+        assert!(started.elapsed() < Duration::from_secs(35));
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let port = free_port_pair();
+    let stderr = run(&format!("df://127.0.0.1:{port}"));
+    assert!(
+        stderr.contains("--scheduler") && stderr.contains("no Ballista scheduler answers"),
+        "{stderr}"
+    );
+
+    let bind = format!("127.0.0.1:{port}");
+    let mut scheduler = Running(spawn(&["tpcds", "scheduler", "--bind", &bind], &[]));
+    wait_for_port(port, "the scheduler", &mut scheduler.0);
+    let stderr = run(&format!("df://{bind}"));
+    assert!(stderr.contains("no executor has registered"), "{stderr}");
 }

@@ -590,7 +590,7 @@ async fn a_finished_query_leaves_no_requests_reading() {
     // 1 MiB/s: the big part's four 512 KiB GETs would take two more seconds.
     let link = Link::paced(1024.0 * 1024.0);
     let endpoint = sift_tpcds::s3::EndpointArgs {
-        endpoint: gateway.endpoint(),
+        endpoints: vec![gateway.endpoint()],
         bucket: "orphans".into(),
         prefix: String::new(),
         signing: sift_tpcds::s3::Signing::keys(ACCESS, SECRET, "us-east-1"),
@@ -633,5 +633,140 @@ async fn a_finished_query_leaves_no_requests_reading() {
     assert!(
         later < 128 << 10,
         "{later} bytes arrived in the second after the query was done"
+    );
+}
+
+/// The checksum of each statement's rows in `mode` of the run in `out`, by query.
+fn checksums(out: &Path, mode: &str) -> std::collections::BTreeMap<String, String> {
+    json(&out.join("results.json"))
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|r| r["mode"] == mode)
+        .map(|r| {
+            (
+                r["query"].as_str().unwrap().to_string(),
+                r["checksum"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Two gateways in upstream mode in front of one store: a run over both spreads its
+/// requests over them, the same way twice, and gives the rows of a run against the store;
+/// when one gateway is killed mid-run, its requests go to the other and the run still gives
+/// those rows.
+#[test]
+fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
+    const QUERIES: &str = "3,7,13,19,25,28,42,48,52,55,96";
+    let (store, direct) = loaded_gateway();
+    let front = || Gateway::start_upstream(&store.endpoint(), ACCESS, SECRET, &[]);
+    let (a, mut b) = (front(), front());
+    let both = format!("{},{}", a.endpoint(), b.endpoint());
+    let over_both: Vec<String> = direct
+        .iter()
+        .map(|arg| match arg == &store.endpoint() {
+            true => both.clone(),
+            false => arg.clone(),
+        })
+        .collect();
+    let run = |endpoint: &[String], mode: &str, out: &Path| {
+        let out = out.display().to_string();
+        let mut args = vec![
+            "tpcds",
+            "run",
+            "--sf",
+            SF,
+            "--mode",
+            mode,
+            "--queries",
+            QUERIES,
+        ];
+        args.extend(["--out", &out]);
+        args.extend(endpoint.iter().map(String::as_str));
+        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let sift_owned = |args: Vec<String>| sift(&args.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let reference = temp_dir("sift-tpcds-one-endpoint");
+    check(
+        &sift_owned(run(&direct, "fetch", &reference)),
+        "run against the store",
+    );
+    let expected = checksums(&reference, "fetch");
+
+    let per_endpoint = |out: &Path, mode: &str| -> Vec<u64> {
+        let summary = json(&out.join("summary.json"));
+        summary["modes"][mode]["endpoints"]
+            .as_array()
+            .unwrap_or_else(|| panic!("per-endpoint totals: {summary}"))
+            .iter()
+            .map(|e| e["requests"].as_u64().expect("requests"))
+            .collect()
+    };
+    let (first, second) = (temp_dir("sift-tpcds-two-a"), temp_dir("sift-tpcds-two-b"));
+    for out in [&first, &second] {
+        check(
+            &sift_owned(run(&over_both, "pushdown", out)),
+            "run over two gateways",
+        );
+        assert_eq!(checksums(out, "pushdown"), expected);
+    }
+    let spread = per_endpoint(&first, "pushdown");
+    assert!(
+        spread.iter().all(|&n| n > 0),
+        "both gateways answered: {spread:?}"
+    );
+    assert_eq!(
+        per_endpoint(&second, "pushdown"),
+        spread,
+        "the same requests went to the same gateways"
+    );
+
+    // Killed while fetch mode runs: b's requests in flight fail, and the later ones go to a.
+    let out = temp_dir("sift-tpcds-lose-one");
+    let child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(run(&over_both, "all", &out))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sift runs");
+    let fetch_rows = out.join("rows").join("fetch");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&fetch_rows).map_or(0, |d| d.count()) < 3 {
+        assert!(
+            started.elapsed().as_secs() < 300,
+            "the run made no progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    b.child.kill().expect("kill gateway b");
+    b.child.wait().expect("gateway b ends");
+    let output = child.wait_with_output().expect("run ends");
+    check(&output, "run losing a gateway");
+    for mode in ["fetch", "pushdown", "dynamic"] {
+        assert_eq!(checksums(&out, mode), expected, "{mode}");
+    }
+    let summary = json(&out.join("summary.json"));
+    let retries: u64 = ["fetch", "pushdown", "dynamic"]
+        .iter()
+        .map(|m| summary["modes"][*m]["retries"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        retries > 0,
+        "requests went to the dead gateway first: {summary}"
+    );
+    assert_eq!(per_endpoint(&out, "dynamic")[1], 0, "{summary}");
+
+    // Every endpoint down: the run stops with an error naming each.
+    let (a_url, b_url) = (a.endpoint(), b.endpoint());
+    drop(a);
+    let out = temp_dir("sift-tpcds-none-left");
+    let failed = sift_owned(run(&over_both, "fetch", &out));
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains(&a_url) && stderr.contains(&b_url),
+        "{stderr}"
     );
 }

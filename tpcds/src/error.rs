@@ -15,6 +15,17 @@ pub enum Error {
         operation: &'static str,
         target: String,
         message: String,
+        /// The store was busy or unreachable, or the answer was cut short: the same request
+        /// may succeed when sent again, to this endpoint or another.
+        transient: bool,
+    },
+    /// A request failed on every attempt the client allows (`tried`: the endpoints, in the
+    /// order tried).
+    #[error("gave up after {attempts} attempts on {tried}: {last}")]
+    GaveUp {
+        attempts: usize,
+        tried: String,
+        last: Box<Error>,
     },
     #[error(transparent)]
     DataFusion(#[from] DataFusionError),
@@ -23,10 +34,24 @@ pub enum Error {
     /// A request the user made that cannot be carried out (bad argument, missing data).
     #[error("{0}")]
     Invalid(String),
+    /// What a flag names is not there or not usable (found out once the command ran, e.g. a
+    /// scheduler that does not answer): a usage error, as a malformed flag is.
+    #[error("{flag} {message}")]
+    Flag { flag: &'static str, message: String },
     /// Two modes returned different results for the same statement.
     #[error("{0}")]
     Mismatch(String),
 }
+
+/// The S3 error codes that ask the client to send the request again later: the store is
+/// busy (`SlowDown`, `ServiceUnavailable`, 503) or failed on its side (`InternalError`, 500;
+/// a gateway in front of a store that is down answers so), or the connection was too slow.
+const TRANSIENT_CODES: [&str; 4] = [
+    "SlowDown",
+    "ServiceUnavailable",
+    "InternalError",
+    "RequestTimeout",
+];
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -43,22 +68,35 @@ impl Error {
         R: std::fmt::Debug,
     {
         use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
-        let message = match &error {
+        let (message, transient) = match &error {
             SdkError::ServiceError(service) => {
                 let e = service.err();
-                format!(
-                    "{}: {}",
-                    e.code().unwrap_or("error"),
-                    e.message().unwrap_or("(no message)")
-                )
+                let code = e.code().unwrap_or("error");
+                let message = format!("{code}: {}", e.message().unwrap_or("(no message)"));
+                (message, TRANSIENT_CODES.contains(&code))
             }
-            other => DisplayErrorContext(other).to_string(),
+            // Built wrong on this side: sending it again builds it wrong again.
+            SdkError::ConstructionFailure(_) => (DisplayErrorContext(&error).to_string(), false),
+            // Refused or reset connections, timeouts, answers cut short.
+            other => (DisplayErrorContext(other).to_string(), true),
         };
         Error::S3 {
             operation,
             target: target.into(),
             message,
+            transient,
         }
+    }
+
+    /// Whether sending the request again may succeed ([`Error::S3`]'s `transient`).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::S3 {
+                transient: true,
+                ..
+            }
+        )
     }
 
     /// A response body that could not be read to its end.
@@ -71,6 +109,7 @@ impl Error {
             operation,
             target: target.into(),
             message: aws_sdk_s3::error::DisplayErrorContext(error).to_string(),
+            transient: true,
         }
     }
 }

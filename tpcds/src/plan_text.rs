@@ -10,11 +10,14 @@ pub(crate) fn total(plans: &str, name: &str) -> u64 {
     plans.lines().filter_map(|line| metric(line, name)).sum()
 }
 
-/// Metric `name` of one plan line.
+/// Metric `name` of one plan line: `name=` where a metric starts (after `[` or a space),
+/// so that `requests` is not read from `requests_at_0=` nor from `retried_requests=`.
 fn metric(line: &str, name: &str) -> Option<u64> {
     let key = format!("{name}=");
-    let at = line.find(&key)? + key.len();
-    let value = line[at..].split([',', ']']).next()?;
+    let (at, _) = line
+        .match_indices(&key)
+        .find(|(at, _)| matches!(line[..*at].chars().next_back(), Some('[' | ' ')))?;
+    let value = line[at + key.len()..].split([',', ']']).next()?;
     count(value)
 }
 
@@ -72,6 +75,12 @@ mod tests {
         assert_eq!(scan_metric(PLANS, "bytes_scanned"), 2_390_320_000);
         assert_eq!(scan_metric(PLANS, "requests"), 3);
         assert_eq!(scan_metric(PLANS, "absent"), 0);
+        let per_endpoint =
+            "DataSourceExec: file_type=sift, table=t, metrics=[bytes_received_at_1=7, \
+                            requests_at_1=2, bytes_received=9, requests=3]";
+        assert_eq!(scan_metric(per_endpoint, "requests"), 3);
+        assert_eq!(scan_metric(per_endpoint, "bytes_received"), 9);
+        assert_eq!(scan_metric(per_endpoint, "requests_at_1"), 2);
     }
 
     #[test]

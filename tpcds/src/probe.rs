@@ -1,6 +1,6 @@
 //! What the store's S3 Select does where stores differ, checked once per run on a small
 //! part before any query is timed ([`check`]). The checks use the request form the scans
-//! use (`scan::select`), so they test what the scans will send.
+//! use (`Store::send`), so they test what the scans will send.
 //!
 //! * **ScanRange.** The pushdown modes split a part into ScanRanges and trust the store to
 //!   answer each with the records that *start* in it, as AWS defines ScanRange for CSV: then
@@ -27,7 +27,7 @@ use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::error::{Error, Result};
 use crate::layout::Format;
-use crate::scan::{select, Store};
+use crate::scan::{Request, Store};
 
 /// What a store's S3 Select does where stores differ, as far as the client's requests and
 /// its reading of the answers depend on it.
@@ -83,7 +83,12 @@ pub async fn check(store: &Store, parts: &[&(String, u64)]) -> Result<SelectBeha
     let mut parts = parts.to_vec();
     parts.sort_by_key(|(_, size)| *size);
     for (key, size) in parts {
-        let body = crate::scan::get(store, key, 0, *size).await?;
+        let whole = Request::Get {
+            key: key.clone(),
+            start: 0,
+            end: *size,
+        };
+        let body = store.send(&whole, "", Format::Csv).await?.body;
         let Some(scan_ranges) = splits_records(store, key, &body).await? else {
             continue;
         };
@@ -100,6 +105,16 @@ pub async fn check(store: &Store, parts: &[&(String, u64)]) -> Result<SelectBeha
     ))
 }
 
+/// The answer of `sql` over the records of `key` that start in `range` (or all of them),
+/// sent as a scan sends its selects.
+async fn select(store: &Store, key: &str, range: Option<(u64, u64)>, sql: &str) -> Result<Bytes> {
+    let request = Request::Select {
+        key: key.to_string(),
+        range,
+    };
+    Ok(store.send(&request, sql, Format::Csv).await?.body)
+}
+
 /// The first field of every record, the query the check sends.
 const FIRST_FIELDS: &str = "SELECT s._1 FROM S3Object s";
 
@@ -110,12 +125,12 @@ async fn splits_records(store: &Store, key: &str, body: &[u8]) -> Result<Option<
     let Some(cuts) = cuts(body) else {
         return Ok(None);
     };
-    let (whole, _) = select(store, key, None, FIRST_FIELDS, Format::Csv).await?;
+    let whole = select(store, key, None, FIRST_FIELDS).await?;
     let whole = lines(&whole);
     let mut split = Vec::new();
     let mut start = 0;
     for end in cuts.into_iter().chain([body.len() as u64]) {
-        let (part, _) = select(store, key, Some((start, end)), FIRST_FIELDS, Format::Csv).await?;
+        let part = select(store, key, Some((start, end)), FIRST_FIELDS).await?;
         split.extend(lines(&part));
         start = end;
     }
@@ -128,7 +143,7 @@ async fn reads_empty_as_null(store: &Store, key: &str, body: &[u8]) -> Result<bo
     let first = body.split(|&b| b == b'\n').next().unwrap_or_default();
     let fields = first.iter().filter(|&&b| b == FIELD_DELIMITER).count() + 1;
     let sql = format!("SELECT s._{fields} FROM S3Object s");
-    let (answer, _) = select(store, key, None, &sql, Format::Csv).await?;
+    let answer = select(store, key, None, &sql).await?;
     match lines(&answer).first().map(String::as_str) {
         Some("") => Ok(false),
         Some("null") => Ok(true),
@@ -145,7 +160,7 @@ async fn reads_empty_as_null(store: &Store, key: &str, body: &[u8]) -> Result<bo
 async fn expression_limit(store: &Store, key: &str) -> Result<Option<usize>> {
     let takes = |len: usize| async move {
         let sql = padded_select(len);
-        select(store, key, None, &sql, Format::Csv).await.is_ok()
+        select(store, key, None, &sql).await.is_ok()
     };
     if takes(LONG_EXPRESSION).await {
         return Ok(None);

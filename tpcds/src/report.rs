@@ -202,6 +202,48 @@ fn mb(bytes: f64) -> String {
     format!("{:.1}", bytes / 1e6)
 }
 
+/// Each endpoint's requests and bytes per mode, for a run over several endpoints, and the
+/// requests sent again after a busy or failed one.
+fn endpoints_table(out: &mut String, summary: &Value, modes: &[&str]) {
+    let per_mode = |mode: &str| summary["modes"][mode]["endpoints"].as_array().cloned();
+    if let Some(first) = modes.first().and_then(|m| per_mode(m)) {
+        let _ = write!(out, "| endpoint |");
+        for mode in modes {
+            let _ = write!(out, " {mode} requests | {mode} MB |");
+        }
+        let _ = writeln!(out, "\n|---|{}", "---:|".repeat(modes.len() * 2));
+        for (i, endpoint) in first.iter().enumerate() {
+            let _ = write!(out, "| {} |", endpoint["endpoint"].as_str().unwrap_or("?"));
+            for mode in modes {
+                let e = per_mode(mode).and_then(|list| list.get(i).cloned());
+                let e = e.unwrap_or(Value::Null);
+                let _ = write!(
+                    out,
+                    " {} | {} |",
+                    e["requests"].as_u64().unwrap_or(0),
+                    mb(e["bytes_received"].as_f64().unwrap_or(0.0))
+                );
+            }
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(out);
+    }
+    let retries: Vec<String> = modes
+        .iter()
+        .filter_map(|m| {
+            let n = summary["modes"][*m]["retries"].as_u64()?;
+            (n > 0).then(|| format!("{n} in {m} mode"))
+        })
+        .collect();
+    if !retries.is_empty() {
+        let _ = writeln!(
+            out,
+            "Requests sent again after a busy or failed endpoint: {}.\n",
+            retries.join(", ")
+        );
+    }
+}
+
 fn markdown(summary: &Value, by_query: &ByQuery, modes: &[&str]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# TPC-DS on S3: fetch vs S3 Select pushdown\n");
@@ -233,6 +275,7 @@ fn markdown(summary: &Value, by_query: &ByQuery, modes: &[&str]) -> String {
         );
     }
     let _ = writeln!(out);
+    endpoints_table(&mut out, summary, modes);
     for mode in modes.iter().filter(|m| **m != "fetch") {
         let c = &summary["against_fetch"][*mode];
         if c.is_null() {
@@ -523,8 +566,12 @@ mod tests {
         ]);
         let summary = serde_json::json!({
             "scale_factor": 1.0, "endpoint": "http://x", "link": "1 Gbit/s emulated link", "iterations": 1,
-            "modes": {"fetch": {"queries": 1, "seconds": 2.0, "bytes_received": 1000, "bytes_scanned": 1000, "gateway_cpu_seconds": 1.5},
-                      "pushdown": {"queries": 1, "seconds": 0.5, "bytes_received": 100, "bytes_scanned": 1000, "gateway_cpu_seconds": 2.5}},
+            "modes": {"fetch": {"queries": 1, "seconds": 2.0, "bytes_received": 1000, "bytes_scanned": 1000, "gateway_cpu_seconds": 1.5,
+                                "retries": 2, "endpoints": [{"endpoint": "http://x", "requests": 3, "bytes_received": 600},
+                                                            {"endpoint": "http://y", "requests": 2, "bytes_received": 2400000}]},
+                      "pushdown": {"queries": 1, "seconds": 0.5, "bytes_received": 100, "bytes_scanned": 1000, "gateway_cpu_seconds": 2.5,
+                                   "endpoints": [{"endpoint": "http://x", "requests": 1, "bytes_received": 60},
+                                                 {"endpoint": "http://y", "requests": 4, "bytes_received": 40}]}},
             "against_fetch": {"pushdown": {"geomean_speedup": 4.0, "max_speedup": 4.0, "max_speedup_query": "q1", "min_speedup": 4.0, "bytes_reduction": 0.9}},
             "empty_statements": []
         });
@@ -533,6 +580,11 @@ mod tests {
         let written = report(&dir).unwrap();
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(md.contains("geometric-mean speedup 4.00×"), "{md}");
+        assert!(md.contains("| http://y | 2 | 2.4 | 4 | 0.0 |"), "{md}");
+        assert!(
+            md.contains("busy or failed endpoint: 2 in fetch mode."),
+            "{md}"
+        );
         assert!(
             md.contains("| q1 | 2.000 | 0.0 | 0.500 | 0.0 | 4.00× | 3 |"),
             "{md}"

@@ -40,8 +40,8 @@ use crate::load::list_keys;
 use crate::net::Link;
 use crate::probe::{self, SelectBehaviour};
 use crate::queries;
-use crate::s3::{self, table_prefix, EndpointArgs};
-use crate::scan::{join_tree, with_key_statistics, Location, Mode, S3Table, Store};
+use crate::s3::{table_prefix, EndpointArgs};
+use crate::scan::{join_tree, with_key_statistics, Mode, Request, S3Table, Store};
 use crate::schema::SCHEMAS;
 
 /// What to run.
@@ -96,6 +96,9 @@ pub struct QueryResult {
     /// did not fit in the memory pool (its time and bytes include the first attempt).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sort_merge_retry: bool,
+    /// Requests sent again after a transient failure, on the next endpoint.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retries: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -121,8 +124,23 @@ pub struct ModeTotals {
     pub seconds: f64,
     pub bytes_received: u64,
     pub bytes_scanned: u64,
-    /// CPU seconds the gateway spent during this mode, if it publishes `/metrics`.
+    /// CPU seconds the gateways spent during this mode, summed over those that publish
+    /// `/metrics` and answered both before and after it.
     pub gateway_cpu_seconds: Option<f64>,
+    /// Requests sent again after a transient failure (busy, unreachable, cut short).
+    pub retries: u64,
+    /// Each endpoint's share, when there are several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<EndpointTotals>,
+}
+
+/// One endpoint's share of a mode's requests (`summary.json`): the requests it answered and
+/// their response bytes (the scans' metrics: bodies, without HTTP framing).
+#[derive(Debug, Clone, Serialize)]
+pub struct EndpointTotals {
+    pub endpoint: String,
+    pub requests: u64,
+    pub bytes_received: u64,
 }
 
 /// A mode against fetch (`summary.json`).
@@ -140,6 +158,7 @@ pub struct Comparison {
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     pub scale_factor: f64,
+    /// The endpoints, as given (comma-separated).
     pub endpoint: String,
     /// The Ballista scheduler the queries ran on; absent for a run in one process.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -232,16 +251,20 @@ pub fn parse_rate(text: &str) -> Result<f64> {
 
 /// Runs the queries and writes `results.json`, `summary.json` and `rows/`.
 pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summary> {
+    if let Some(url) = &options.scheduler {
+        crate::cluster::check(url).await?;
+    }
     let link = match options.link_rate {
         Some(rate) => Link::paced(rate),
         None => Link::unlimited(),
     };
-    let client = s3::client(endpoint, Arc::clone(&link)).await;
-    let mut store =
-        Store::new(client.clone(), endpoint.bucket.clone(), options.concurrency).at(Location {
-            endpoint: endpoint.endpoint.clone(),
-            virtual_hosted: endpoint.virtual_hosted,
-        });
+    let shared = endpoint.signing.shared_config(Arc::clone(&link)).await;
+    let mut store = Store::connect(
+        &shared,
+        &endpoint.location(),
+        endpoint.bucket.clone(),
+        options.concurrency,
+    );
     if let Some(bytes) = options.split_bytes {
         store.split_size = bytes.max(1);
     }
@@ -253,7 +276,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             eprintln!(
                 "note: {} does not answer a ScanRange with the records that start in it \
                  (as AWS defines it); pushed-down scans select each part whole",
-                endpoint.endpoint
+                endpoint.endpoints.join(", ")
             );
         }
     }
@@ -290,18 +313,24 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             cluster.as_ref(),
         )
         .await?;
+        if let (0, Some(cluster)) = (mode_index, &cluster) {
+            cluster_runs_a_scan(&ctx, &tables, &cluster.url).await?;
+        }
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
         let plans_dir = options.out.join("plans").join(mode.name());
         std::fs::create_dir_all(&plans_dir)?;
-        let cpu_before = gateway_cpu_seconds(&endpoint.endpoint).await;
+        let cpu_before = gateways_cpu_seconds(&endpoint.endpoints).await;
         let mut totals = ModeTotals {
             queries: 0,
             seconds: 0.0,
             bytes_received: 0,
             bytes_scanned: 0,
             gateway_cpu_seconds: None,
+            retries: 0,
+            endpoints: Vec::new(),
         };
+        let mut per_endpoint = vec![(0, 0); endpoint.endpoints.len()];
         for &n in &options.queries {
             let sql = queries::query(n).ok_or_else(|| Error::Invalid(format!("no query {n}")))?;
             let statements = queries::statements(sql);
@@ -395,13 +424,16 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 rows: per_statement_rows.iter().sum(),
                 checksum: checksum.clone(),
                 error: (!errors.is_empty()).then(|| errors.join("; ")),
-                spills: plans
-                    .iter()
-                    .flatten()
-                    .map(|plan| crate::plan_text::total(&plan.text, "spill_count"))
-                    .sum(),
+                spills: plan_total(&plans, "spill_count"),
                 sort_merge_retry,
+                retries: plan_total(&plans, "retries"),
             };
+            if per_endpoint.len() > 1 {
+                for (i, (requests, bytes)) in per_endpoint.iter_mut().enumerate() {
+                    *requests += plan_total(&plans, &format!("requests_at_{i}"));
+                    *bytes += plan_total(&plans, &format!("bytes_received_at_{i}"));
+                }
+            }
             match reference.get(&result.query) {
                 None => {
                     reference.insert(result.query.clone(), (checksum, per_statement_rows));
@@ -429,16 +461,29 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             totals.seconds += result.seconds;
             totals.bytes_received += result.bytes_received;
             totals.bytes_scanned += result.bytes_scanned;
+            totals.retries += result.retries;
             results.push(result);
         }
-        let cpu_after = gateway_cpu_seconds(&endpoint.endpoint).await;
-        totals.gateway_cpu_seconds = cpu_before.zip(cpu_after).map(|(a, b)| b - a);
+        let cpu_after = gateways_cpu_seconds(&endpoint.endpoints).await;
+        totals.gateway_cpu_seconds = cpu_spent(&cpu_before, &cpu_after);
+        if per_endpoint.len() > 1 {
+            totals.endpoints = endpoint
+                .endpoints
+                .iter()
+                .zip(&per_endpoint)
+                .map(|(url, &(requests, bytes_received))| EndpointTotals {
+                    endpoint: url.clone(),
+                    requests,
+                    bytes_received,
+                })
+                .collect();
+        }
         modes.insert(mode, totals);
     }
 
     let summary = Summary {
         scale_factor: options.scale,
-        endpoint: endpoint.endpoint.clone(),
+        endpoint: endpoint.endpoints.join(","),
         scheduler: options.scheduler.as_ref().map(|url| url.to_string()),
         link: match options.link_rate {
             Some(rate) => format!("{} emulated link", describe_rate(rate)),
@@ -485,12 +530,11 @@ async fn discover(
     let extension = format!(".{}", format.extension());
     for schema in SCHEMAS.iter() {
         let table_prefix = table_prefix(prefix, scale, schema.name);
-        let mut objects: Vec<(String, u64)> =
-            list_keys(&store.client, &store.bucket, &table_prefix)
-                .await?
-                .into_iter()
-                .filter(|(key, _)| key.ends_with(&extension))
-                .collect();
+        let mut objects: Vec<(String, u64)> = list_on_any(store, &table_prefix)
+            .await?
+            .into_iter()
+            .filter(|(key, _)| key.ends_with(&extension))
+            .collect();
         objects.sort();
         if objects.is_empty() {
             let flag = match format {
@@ -525,7 +569,12 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
     if *size == 0 {
         return Ok(100.0);
     }
-    let body = crate::scan::get(store, key, 0, (*size).min(64 << 10)).await?;
+    let sample = Request::Get {
+        key: key.clone(),
+        start: 0,
+        end: (*size).min(64 << 10),
+    };
+    let body = store.send(&sample, "", Format::Csv).await?.body;
     let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
     Ok(body.len() as f64 / lines as f64)
 }
@@ -928,6 +977,68 @@ pub fn compare_modes(results: &[QueryResult]) -> BTreeMap<Mode, Comparison> {
     out
 }
 
+/// Runs a count of the smallest table on the cluster before any query is timed: a cluster
+/// whose executors cannot decode Sift's scans (another version of sift) or reach the store
+/// would otherwise fail every query, in every mode alike.
+async fn cluster_runs_a_scan(
+    ctx: &SessionContext,
+    tables: &[TableData],
+    scheduler: &SchedulerUrl,
+) -> Result<()> {
+    let size = |t: &&TableData| t.objects.iter().map(|(_, size)| size).sum::<u64>();
+    let Some(smallest) = tables.iter().min_by_key(size) else {
+        return Ok(());
+    };
+    let sql = format!("SELECT COUNT(*) FROM {}", smallest.schema.name);
+    let counted = async { ctx.sql(&sql).await?.collect().await };
+    counted.await.map(|_| ()).map_err(|e| Error::Flag {
+        flag: "--scheduler",
+        message: format!("{scheduler}: the cluster could not run `{sql}`: {e}"),
+    })
+}
+
+/// The keys and sizes under `prefix`, listed at the first endpoint that answers.
+async fn list_on_any(store: &Store, prefix: &str) -> Result<Vec<(String, u64)>> {
+    let mut failures = Vec::new();
+    for endpoint in store.endpoints() {
+        match list_keys(&endpoint.client, &store.bucket, prefix).await {
+            Ok(keys) => return Ok(keys),
+            Err(e) if e.is_transient() => failures.push(format!("{}: {e}", endpoint.url)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Invalid(format!(
+        "no endpoint could list s3://{}/{prefix}: {}",
+        store.bucket,
+        failures.join("; ")
+    )))
+}
+
+/// The sum of metric `name` over a query's plans.
+fn plan_total(plans: &[Option<Plan>], name: &str) -> u64 {
+    plans
+        .iter()
+        .flatten()
+        .map(|plan| crate::plan_text::total(&plan.text, name))
+        .sum()
+}
+
+/// Each endpoint's gateway CPU seconds ([`gateway_cpu_seconds`]).
+async fn gateways_cpu_seconds(endpoints: &[String]) -> Vec<Option<f64>> {
+    futures::future::join_all(endpoints.iter().map(|e| gateway_cpu_seconds(e))).await
+}
+
+/// CPU seconds spent between two readings, over the gateways read both times; `None` when
+/// none was.
+fn cpu_spent(before: &[Option<f64>], after: &[Option<f64>]) -> Option<f64> {
+    let spent: Vec<f64> = before
+        .iter()
+        .zip(after)
+        .filter_map(|(b, a)| Some(a.as_ref()? - b.as_ref()?))
+        .collect();
+    (!spent.is_empty()).then(|| spent.iter().sum())
+}
+
 /// The gateway's `process_cpu_seconds_total` from `ENDPOINT/metrics`, if it has one.
 async fn gateway_cpu_seconds(endpoint: &str) -> Option<f64> {
     let authority = endpoint
@@ -995,6 +1106,7 @@ mod tests {
             error: None,
             spills: 0,
             sort_merge_retry: false,
+            retries: 0,
         };
         let results = vec![
             r("q1", Mode::Fetch, 4.0, 1000),

@@ -14,13 +14,18 @@ use aws_sdk_s3::Client;
 use clap::Args;
 
 use crate::net::{self, Link};
+use crate::scan::Location;
 
 /// Where the objects live and how to sign requests (shared by `load` and `run`).
 #[derive(Args, Debug, Clone)]
 pub struct EndpointArgs {
-    /// The S3 endpoint, e.g. http://127.0.0.1:9000.
-    #[arg(long)]
-    pub endpoint: String,
+    /// The S3 endpoint, e.g. http://127.0.0.1:9000, or several separated by commas, all in
+    /// front of the same objects (a gateway on every storage node): `run` spreads its
+    /// requests over them and sends one that fails on one to the next; `load` writes through
+    /// the first.
+    #[arg(long = "endpoint", value_name = "URL[,URL…]", value_delimiter = ',', required = true,
+          value_parser = parse_endpoint)]
+    pub endpoints: Vec<String>,
     /// Bucket holding the data (created by `load` if missing).
     #[arg(long)]
     pub bucket: String,
@@ -98,10 +103,53 @@ impl Signing {
     }
 }
 
-/// An S3 client whose traffic goes through `link`.
+impl EndpointArgs {
+    /// The first endpoint, through which `load` writes.
+    pub fn first(&self) -> &str {
+        self.endpoints.first().map_or("", String::as_str)
+    }
+
+    /// The store's endpoints and addressing.
+    pub fn location(&self) -> Location {
+        Location {
+            endpoints: self.endpoints.clone(),
+            virtual_hosted: self.virtual_hosted,
+        }
+    }
+}
+
+/// An endpoint URL as `--endpoint` takes it: `http://`, a host, an optional port and path;
+/// a trailing `/` is dropped. (The client's transport speaks plain HTTP only, `crate::net`.)
+pub fn parse_endpoint(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let uri: hyper::Uri = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => return Err(format!("{text:?}: https is not supported yet; use http://")),
+        _ => return Err(format!("{text:?}: expected http://HOST[:PORT]")),
+    }
+    if uri.host().is_none_or(str::is_empty) {
+        return Err(format!("{text:?}: no host"));
+    }
+    // hyper takes any text after the host's `:` and then has no port.
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let after_host = authority
+        .rsplit_once(']')
+        .map_or(authority, |(_, rest)| rest);
+    if let Some((_, port)) = after_host.rsplit_once(':') {
+        if port.parse::<u16>().is_err() {
+            return Err(format!("{text:?}: {port:?} is not a port number"));
+        }
+    }
+    Ok(text.trim_end_matches('/').to_string())
+}
+
+/// An S3 client of the first endpoint whose traffic goes through `link` (for `load`).
 pub async fn client(args: &EndpointArgs, link: Arc<Link>) -> Client {
     let shared = args.signing.shared_config(link).await;
-    client_for(&shared, &args.endpoint, args.virtual_hosted)
+    client_for(&shared, args.first(), args.virtual_hosted)
 }
 
 /// What every client of a process shares: credentials (`None`: the AWS chain), region and
@@ -124,13 +172,25 @@ async fn shared_config(
 
 /// A client of the store at `endpoint`, with `shared`'s credentials and HTTP client.
 pub fn client_for(shared: &SdkConfig, endpoint: &str, virtual_hosted: bool) -> Client {
-    // A store busy with selects answers 503 SlowDown (Sift's gateway beyond twice its select
-    // threads): the S3 contract is to back off and retry, and the SDK's default of three
-    // attempts ran out within a second or two while a query with fifteen scans (q9) kept
-    // the store full.
+    // A store busy with PUTs may answer 503 SlowDown: the S3 contract is to back off and
+    // retry, and the SDK's default of three attempts can run out within a second or two.
     let retry = RetryConfig::standard()
         .with_max_attempts(10)
         .with_max_backoff(Duration::from_secs(10));
+    build(shared, endpoint, virtual_hosted, retry)
+}
+
+/// A client of `endpoint` that makes every request once: for a [`crate::scan::Store`],
+/// which retries a failed request on the next of its endpoints rather than on this one.
+pub(crate) fn client_without_retries(
+    shared: &SdkConfig,
+    endpoint: &str,
+    virtual_hosted: bool,
+) -> Client {
+    build(shared, endpoint, virtual_hosted, RetryConfig::disabled())
+}
+
+fn build(shared: &SdkConfig, endpoint: &str, virtual_hosted: bool, retry: RetryConfig) -> Client {
     let mut config = aws_sdk_s3::config::Builder::from(shared)
         .endpoint_url(endpoint)
         .force_path_style(!virtual_hosted)
@@ -149,5 +209,29 @@ pub fn table_prefix(prefix: &str, scale: f64, table: &str) -> String {
         format!("sf{scale}/{table}/")
     } else {
         format!("{prefix}/sf{scale}/{table}/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_checked_urls() {
+        assert_eq!(
+            parse_endpoint("http://10.0.0.1:9000/").as_deref(),
+            Ok("http://10.0.0.1:9000")
+        );
+        assert!(parse_endpoint("http://[::1]:9000").is_ok());
+        for bad in [
+            "10.0.0.1:9000",
+            "ftp://h:1",
+            "https://h",
+            "http://",
+            "http://h:port",
+            "",
+        ] {
+            assert!(parse_endpoint(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -6,8 +6,11 @@
 //! `DataSourceExec` over a [`ScanSource`]) as a tagged record and hands every other node
 //! to Ballista's own codecs, which it replaces.
 //!
-//! A record is `TAG`, the JSON of the table's or scan's wire form, then (scans only) the
-//! scan's filters as DataFusion's protobuf expressions. A scan is rebuilt from its logical
+//! A record is `TAG`, the version of Sift that wrote it and a NUL, the length and JSON of
+//! the table's or scan's wire form, then (scans only) the scan's filters as DataFusion's
+//! protobuf expressions. A process refuses a record of another version, naming both: the
+//! wire forms change between versions, and a scan decoded by other code than planned it
+//! could send other requests. A scan is rebuilt from its logical
 //! filters rather than from its lowered SQL and compiled predicates, so the process that
 //! runs it lowers them with its own code, exactly as the planner's did.
 //!
@@ -37,13 +40,14 @@ use prost::Message;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::s3;
 use crate::scan::{
     scan_units, sift_scan, S3Table, ScanSource, ScanWire, Store, StoreSpec, TableDef, TableWire,
 };
 
-const TABLE_TAG: &[u8] = b"sift-tpcds-table/1\0";
-const SCAN_TAG: &[u8] = b"sift-tpcds-scan/1\0";
+const TABLE_TAG: &[u8] = b"sift-tpcds-table\0";
+const SCAN_TAG: &[u8] = b"sift-tpcds-scan\0";
+/// The version of Sift, which every record carries.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The extension codec of every Sift process in a Ballista cluster: the `run` client, the
 /// scheduler and the executors.
@@ -74,14 +78,7 @@ impl SiftCodec {
 
     /// This process's store for `spec`, made on first use.
     fn store(&self, spec: &StoreSpec) -> Arc<Store> {
-        let make = || {
-            let client = s3::client_for(
-                &self.shared,
-                &spec.location.endpoint,
-                spec.location.virtual_hosted,
-            );
-            Arc::new(Store::from_spec(client, spec.clone()))
-        };
+        let make = || Arc::new(Store::from_spec(&self.shared, spec.clone()));
         match self.stores.lock() {
             Ok(mut stores) => Arc::clone(stores.entry(spec.clone()).or_insert_with(make)),
             Err(_) => make(),
@@ -98,6 +95,8 @@ fn write_record<T: Serialize>(
 ) -> DfResult<()> {
     let json = serde_json::to_vec(wire).map_err(|e| DataFusionError::External(Box::new(e)))?;
     buf.extend_from_slice(tag);
+    buf.extend_from_slice(VERSION.as_bytes());
+    buf.push(0);
     buf.extend_from_slice(&(json.len() as u64).to_le_bytes());
     buf.extend_from_slice(&json);
     buf.extend_from_slice(rest);
@@ -114,6 +113,18 @@ fn read_record<'a, T: DeserializeOwned>(
     let malformed =
         |what: String| DataFusionError::Plan(format!("malformed Sift plan node: {what}"));
     Some((|| {
+        let end = body
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or_else(|| malformed("no version".into()))?;
+        let (version, body) = (&body[..end], &body[end + 1..]);
+        if version != VERSION.as_bytes() {
+            return Err(DataFusionError::Plan(format!(
+                "a plan written by sift {} reached a process running sift {VERSION}: run the \
+                 same version of sift for `run`, the scheduler and every executor",
+                String::from_utf8_lossy(version)
+            )));
+        }
         let (len, body) = body
             .split_first_chunk::<8>()
             .ok_or_else(|| malformed("no length".into()))?;
@@ -227,5 +238,34 @@ impl PhysicalExtensionCodec for SiftCodec {
             .map_err(|e| DataFusionError::Plan(format!("Sift scan filters: {e}")))?;
         let rest = LogicalExprList { expr: filters }.encode_to_vec();
         write_record(SCAN_TAG, &wire, &rest, buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_of_another_version_is_refused_naming_both() {
+        let mut buf = Vec::new();
+        write_record(SCAN_TAG, &vec![1, 2, 3], b"rest", &mut buf).expect("written");
+        let (wire, rest) = read_record::<Vec<u32>>(SCAN_TAG, &buf)
+            .expect("a Sift record")
+            .expect("read back");
+        assert_eq!((wire, rest), (vec![1, 2, 3], &b"rest"[..]));
+        assert!(
+            read_record::<Vec<u32>>(TABLE_TAG, &buf).is_none(),
+            "another tag"
+        );
+
+        let older = [SCAN_TAG, b"0.0.1", &buf[SCAN_TAG.len() + VERSION.len()..]].concat();
+        let error = read_record::<Vec<u32>>(SCAN_TAG, &older)
+            .expect("a Sift record")
+            .expect_err("another version")
+            .to_string();
+        assert!(
+            error.contains("sift 0.0.1") && error.contains(&format!("sift {VERSION}")),
+            "{error}"
+        );
     }
 }

@@ -19,6 +19,44 @@ use std::fmt;
 
 pub use codec::SiftCodec;
 
+use crate::error::Error;
+
+/// Checks, before any query, that a Ballista scheduler of this client's version answers at
+/// `url` and has executors: a run whose scheduler is down would otherwise fail every query,
+/// and one without executors would wait for ever.
+pub async fn check(url: &SchedulerUrl) -> Result<(), Error> {
+    let flag = |message: String| Error::Flag {
+        flag: "--scheduler",
+        message: format!("{url}: {message}"),
+    };
+    let version = crate::net::http_get(&format!("{}/api/version", url.http()))
+        .await
+        .map_err(|e| flag(format!("no Ballista scheduler answers: {e}")))?;
+    let version: serde_json::Value = serde_json::from_slice(&version)
+        .map_err(|e| flag(format!("not a Ballista scheduler's version: {e}")))?;
+    let theirs = version["version"].as_str().unwrap_or("unknown");
+    if theirs != ballista_core::BALLISTA_VERSION {
+        return Err(flag(format!(
+            "the scheduler runs Ballista {theirs}, this client Ballista {}: run the same \
+             version of sift for `run`, the scheduler and every executor",
+            ballista_core::BALLISTA_VERSION
+        )));
+    }
+    let executors = crate::net::http_get(&format!("{}/api/executors", url.http()))
+        .await
+        .map_err(|e| flag(format!("the scheduler's executors: {e}")))?;
+    let executors: Vec<serde_json::Value> = serde_json::from_slice(&executors)
+        .map_err(|e| flag(format!("not a list of executors: {e}")))?;
+    if executors.is_empty() {
+        return Err(flag(
+            "no executor has registered with the scheduler: start them with \
+             `sift tpcds executor --scheduler URL`"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Ballista's default scheduler port.
 pub const DEFAULT_SCHEDULER_PORT: u16 = 50050;
 

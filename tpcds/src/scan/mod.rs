@@ -24,7 +24,8 @@
 //!   from joins, its metrics, and the opener that turns a partition's requests into a stream;
 //! - `stream` has one stream type per request kind (fetched CSV, fetched Parquet, selected
 //!   CSV), each turning response bodies into record batches;
-//! - `request` sends the HTTP requests, one task each under the client-wide limit.
+//! - `request` sends the HTTP requests, one task each under the client-wide limit, each to
+//!   its home endpoint and, when that one is busy or down, to the next ([`Store`]).
 //!
 //! Object bytes read by the store (GET bodies, or S3 Select's `BytesScanned`) are counted in
 //! [`Store::scanned`] and in each scan's metrics (`bytes_scanned`, with `bytes_received`,
@@ -42,14 +43,16 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use aws_config::SdkConfig;
 use aws_sdk_s3::Client;
 use tokio::sync::Semaphore;
 
 use crate::probe::SelectBehaviour;
 
-pub(crate) use request::{get, select};
+pub(crate) use request::Request;
 pub use source::join_tree;
 pub(crate) use source::{scan_units, sift_scan, ScanSource, FILE_TYPE};
 pub use table::{with_key_statistics, S3Table};
@@ -98,18 +101,26 @@ impl FromStr for Mode {
     }
 }
 
-/// What every table of a run shares: the S3 client, the bucket and the scan counters.
+/// What every table of a run shares: the store's endpoints, the bucket and the scan
+/// counters.
+///
+/// A store may be reached at several endpoints (a gateway on every storage node, all in
+/// front of the same objects). Each request has a home endpoint chosen from its object and
+/// range (`Request::home`), so two runs send the same request to the same gateway and the
+/// requests spread evenly; one refused as busy or unreachable goes to the next endpoint in
+/// turn, with a growing pause, up to ten attempts in all (`Store::send`).
 #[derive(Debug)]
 pub struct Store {
-    pub client: Client,
+    /// At least one.
+    endpoints: Vec<Endpoint>,
     pub bucket: String,
     /// Requests in flight for the whole client (see `permits`); a scan spreads its share
     /// over its partitions.
     pub concurrency: usize,
     /// One per request in flight across every scan of the client. A query with many scans
     /// at once (q9 has fifteen) would otherwise send `concurrency` requests per scan, past
-    /// what a store admits: Sift's gateway answers SlowDown beyond twice its select threads,
-    /// and the SDK's retries run out. Trino bounds its S3 connections the same way.
+    /// what a store admits: Sift's gateway answers SlowDown beyond twice its select threads.
+    /// Trino bounds its S3 connections the same way.
     permits: Arc<Semaphore>,
     /// Bytes per ranged GET in fetch mode.
     pub fetch_chunk: u64,
@@ -120,15 +131,47 @@ pub struct Store {
     /// answers' NULLs follow its reading of empty fields.
     pub behaviour: SelectBehaviour,
     scanned: AtomicU64,
-    /// Where `client` sends its requests, when a plan may carry the store to another process
-    /// ([`Store::spec`]).
-    location: Option<Location>,
+    /// The pause before sending a request again to an endpoint it already failed on, doubled
+    /// at each further attempt.
+    retry_pause: Duration,
+    /// Whether the endpoints are addressed virtual-hosted style; `None` for a store whose
+    /// endpoints' URLs are not known, which cannot be sent to another process.
+    virtual_hosted: Option<bool>,
 }
 
-/// An endpoint and its addressing style.
+/// One endpoint of a store and the S3 client that sends to it.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    pub(crate) url: String,
+    pub(crate) client: Client,
+    /// Until when requests pass it over, after it failed one (`Store::send`).
+    down_until: Mutex<Option<Instant>>,
+}
+
+impl Endpoint {
+    fn new(url: String, client: Client) -> Endpoint {
+        Endpoint {
+            url,
+            client,
+            down_until: Mutex::new(None),
+        }
+    }
+
+    fn is_down(&self) -> bool {
+        let until = self.down_until.lock().unwrap_or_else(|e| e.into_inner());
+        until.is_some_and(|t| Instant::now() < t)
+    }
+
+    fn mark_down(&self) {
+        let mut until = self.down_until.lock().unwrap_or_else(|e| e.into_inner());
+        *until = Some(Instant::now() + request::DOWN_FOR);
+    }
+}
+
+/// Where a store is reached: its endpoints and their addressing style.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Location {
-    pub endpoint: String,
+    pub endpoints: Vec<String>,
     pub virtual_hosted: bool,
 }
 
@@ -145,9 +188,46 @@ pub struct StoreSpec {
 }
 
 impl Store {
+    /// A store at one endpoint, reached with `client`, whose URL is not recorded.
     pub fn new(client: Client, bucket: String, concurrency: usize) -> Store {
+        let endpoint = Endpoint::new("the store".into(), client);
+        Store::with_endpoints(vec![endpoint], bucket, concurrency, None)
+    }
+
+    /// The store at `location`, each endpoint reached with a client made from `shared`
+    /// (credentials, region, HTTP client). The clients do not retry: [`Store::send`] does,
+    /// on the next endpoint.
+    pub fn connect(
+        shared: &SdkConfig,
+        location: &Location,
+        bucket: String,
+        concurrency: usize,
+    ) -> Store {
+        let endpoints = location
+            .endpoints
+            .iter()
+            .map(|url| {
+                let client =
+                    crate::s3::client_without_retries(shared, url, location.virtual_hosted);
+                Endpoint::new(url.clone(), client)
+            })
+            .collect();
+        Store::with_endpoints(
+            endpoints,
+            bucket,
+            concurrency,
+            Some(location.virtual_hosted),
+        )
+    }
+
+    fn with_endpoints(
+        endpoints: Vec<Endpoint>,
+        bucket: String,
+        concurrency: usize,
+        virtual_hosted: Option<bool>,
+    ) -> Store {
         Store {
-            client,
+            endpoints,
             bucket,
             concurrency: concurrency.max(1),
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
@@ -155,22 +235,24 @@ impl Store {
             split_size: 32 << 20,
             behaviour: SelectBehaviour::AWS,
             scanned: AtomicU64::new(0),
-            location: None,
+            retry_pause: Duration::from_millis(100),
+            virtual_hosted,
         }
     }
 
-    /// Records where `client` sends its requests, so that plans over this store can be sent
-    /// to other processes.
-    pub fn at(mut self, location: Location) -> Store {
-        self.location = Some(location);
-        self
+    /// The store's endpoints, in the order given.
+    pub(crate) fn endpoints(&self) -> &[Endpoint] {
+        &self.endpoints
     }
 
     /// The store as another process rebuilds it ([`Store::from_spec`]); `None` for a store
-    /// whose location was not recorded.
+    /// whose endpoints' URLs were not recorded.
     pub fn spec(&self) -> Option<StoreSpec> {
         Some(StoreSpec {
-            location: self.location.clone()?,
+            location: Location {
+                endpoints: self.endpoints.iter().map(|e| e.url.clone()).collect(),
+                virtual_hosted: self.virtual_hosted?,
+            },
             bucket: self.bucket.clone(),
             concurrency: self.concurrency,
             fetch_chunk: self.fetch_chunk,
@@ -179,9 +261,9 @@ impl Store {
         })
     }
 
-    /// The store `spec` describes, reached with `client` (which must send to its location).
-    pub fn from_spec(client: Client, spec: StoreSpec) -> Store {
-        let mut store = Store::new(client, spec.bucket, spec.concurrency).at(spec.location);
+    /// The store `spec` describes, reached with clients made from `shared`.
+    pub fn from_spec(shared: &SdkConfig, spec: StoreSpec) -> Store {
+        let mut store = Store::connect(shared, &spec.location, spec.bucket, spec.concurrency);
         store.fetch_chunk = spec.fetch_chunk;
         store.split_size = spec.split_size;
         store.behaviour = spec.behaviour;

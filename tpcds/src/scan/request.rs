@@ -1,13 +1,16 @@
-//! The HTTP side of a scan: its requests, each run as a task under the client-wide limit,
-//! and the two S3 calls, checked to be complete.
+//! The HTTP side of a scan: its requests, each run as a task under the client-wide limit
+//! and sent to its home endpoint or, when that one is busy or down, to the next
+//! ([`Store::send`]), and the two S3 calls, checked to be complete.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_sdk_s3::types::{
     CompressionType, CsvInput, CsvOutput, ExpressionType, FileHeaderInfo, InputSerialization,
     OutputSerialization, ParquetInput, ScanRange, SelectObjectContentEventStream,
 };
+use aws_sdk_s3::Client;
 use bytes::{Bytes, BytesMut};
 use datafusion::common::{DataFusionError, Result as DfResult};
 use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
@@ -19,7 +22,7 @@ use crate::scan::Store;
 
 /// One HTTP request of a scan.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(super) enum Request {
+pub(crate) enum Request {
     /// A ranged GET of `key`, `start..end`.
     Get { key: String, start: u64, end: u64 },
     /// An S3 Select of the records of `key` that start in `range`, or of the whole object
@@ -66,9 +69,9 @@ pub(super) async fn run_request(
             .acquire_owned()
             .await
             .map_err(|_| Error::Invalid("the request limiter was closed".into()))?;
-        let (body, scanned) = send(&store, request, &sql, format).await?;
-        metrics.request_done(body.len() as u64, scanned);
-        Ok::<_, Error>(body)
+        let answer = store.send(&request, &sql, format).await?;
+        metrics.request_done(&answer);
+        Ok::<_, Error>(answer.body)
     }));
     match (&mut task.0).await {
         Ok(result) => result.map_err(DataFusionError::from),
@@ -85,29 +88,141 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// Sends `request`; returns its body and the object bytes the store read for it.
-async fn send(
-    store: &Store,
-    request: Request,
-    sql: &str,
-    format: Format,
-) -> Result<(Bytes, u64), Error> {
-    match request {
-        Request::Get { key, start, end } => {
-            let body = get(store, &key, start, end).await?;
-            let scanned = body.len() as u64;
-            Ok((body, scanned))
+/// Attempts per request, over all endpoints, before its query fails: with the pauses of
+/// [`backoff`], about half a minute for a store that stays busy or down.
+pub(crate) const MAX_ATTEMPTS: usize = 10;
+
+/// How long an endpoint that failed a request is passed over by the next requests (unless
+/// every endpoint is), so that a gateway that went down costs one failed attempt per this
+/// period rather than one per request.
+pub(super) const DOWN_FOR: Duration = Duration::from_secs(5);
+
+/// The pause before attempt `attempt` (the first retry is attempt 1) when it goes to an
+/// endpoint this request already tried: `first`, doubling, at most 10 s.
+fn backoff(first: Duration, attempt: usize) -> Duration {
+    let factor = 1u32 << attempt.saturating_sub(1).min(10);
+    (first * factor).min(Duration::from_secs(10))
+}
+
+/// A request's answer: the body, the object bytes the store read for it, and where it came
+/// from.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) body: Bytes,
+    pub(crate) scanned: u64,
+    /// The index of the endpoint that answered.
+    pub(crate) endpoint: usize,
+    /// Attempts before this one that failed (on this endpoint or others).
+    pub(crate) retries: usize,
+}
+
+impl Request {
+    /// The endpoint (of `endpoints`) a request is first sent to: a hash of its object and
+    /// where its range starts, the same in every run and every process (FNV-1a, not the
+    /// standard library's seeded hasher).
+    pub(crate) fn home(&self, endpoints: usize) -> usize {
+        let (key, start) = match self {
+            Request::Get { key, start, .. } => (key, *start),
+            Request::Select { key, range } => (key, range.map_or(0, |(start, _)| start)),
+        };
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in key.bytes().chain(start.to_le_bytes()) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
         }
-        Request::Select { key, range } => select(store, &key, range, sql, format).await,
+        (hash % endpoints.max(1) as u64) as usize
     }
 }
 
-/// A ranged GET of `start..end` of `key`, checked to be complete and counted as scanned.
-pub(crate) async fn get(store: &Store, key: &str, start: u64, end: u64) -> Result<Bytes, Error> {
-    let response = store
-        .client
+impl Store {
+    /// Sends `request` (with `sql`, for a select) to its home endpoint, or the next one up.
+    /// When the answer is a transient failure (busy, unreachable, cut short) the endpoint
+    /// is passed over for [`DOWN_FOR`] and the request goes to the next endpoint up, after a
+    /// pause if this request already tried that one, up to [`MAX_ATTEMPTS`]. A failure that
+    /// sending again cannot mend (an unknown key, a refused statement) ends it at once. Only
+    /// a complete answer is returned, so a request that failed midway is sent again whole.
+    pub(crate) async fn send(
+        &self,
+        request: &Request,
+        sql: &str,
+        format: Format,
+    ) -> Result<Answer, Error> {
+        let mut next = request.home(self.endpoints.len());
+        let mut tried: Vec<usize> = Vec::new();
+        let mut attempt = 0;
+        loop {
+            let at = self.next_up(next);
+            if tried.contains(&at) {
+                tokio::time::sleep(backoff(self.retry_pause, attempt)).await;
+            }
+            let endpoint = &self.endpoints[at];
+            let sent = match request {
+                Request::Get { key, start, end } => {
+                    get(&endpoint.client, &self.bucket, key, *start, *end)
+                        .await
+                        .map(|body| {
+                            let scanned = body.len() as u64;
+                            (body, scanned)
+                        })
+                }
+                Request::Select { key, range } => {
+                    select(&endpoint.client, &self.bucket, key, *range, sql, format).await
+                }
+            };
+            let error = match sent {
+                Ok((body, scanned)) => {
+                    self.scanned.fetch_add(scanned, Ordering::Relaxed);
+                    return Ok(Answer {
+                        body,
+                        scanned,
+                        endpoint: at,
+                        retries: attempt,
+                    });
+                }
+                Err(e) if !e.is_transient() => return Err(e),
+                Err(e) => e,
+            };
+            endpoint.mark_down();
+            if !tried.contains(&at) {
+                tried.push(at);
+            }
+            attempt += 1;
+            if attempt == MAX_ATTEMPTS {
+                let tried: Vec<&str> = tried
+                    .iter()
+                    .map(|&i| self.endpoints[i].url.as_str())
+                    .collect();
+                return Err(Error::GaveUp {
+                    attempts: attempt,
+                    tried: tried.join(", "),
+                    last: Box::new(error),
+                });
+            }
+            next = at + 1;
+        }
+    }
+
+    /// The first endpoint from `from` on (cyclically) that is not passed over; `from` itself
+    /// when all are.
+    fn next_up(&self, from: usize) -> usize {
+        let count = self.endpoints.len();
+        (from..from + count)
+            .map(|i| i % count)
+            .find(|&i| !self.endpoints[i].is_down())
+            .unwrap_or(from % count)
+    }
+}
+
+/// A ranged GET of `start..end` of `key`, checked to be complete.
+async fn get(
+    client: &Client,
+    bucket: &str,
+    key: &str,
+    start: u64,
+    end: u64,
+) -> Result<Bytes, Error> {
+    let response = client
         .get_object()
-        .bucket(&store.bucket)
+        .bucket(bucket)
         .key(key)
         .range(format!("bytes={}-{}", start, end - 1))
         .send()
@@ -126,18 +241,16 @@ pub(crate) async fn get(store: &Store, key: &str, start: u64, end: u64) -> Resul
             body.len()
         )));
     }
-    store
-        .scanned
-        .fetch_add(body.len() as u64, Ordering::Relaxed);
     Ok(body)
 }
 
 /// The records of `key` (those that start in `range`, or all) that `sql` selects, as the CSV
-/// text the store sent, with the bytes the store scanned for them (also counted in the
-/// store). Only a stream that ended with the End event is a result: one cut
-/// short, by the server or the connection, is an error naming the object and the range.
-pub(crate) async fn select(
-    store: &Store,
+/// text the store sent, with the bytes the store scanned for them. Only a stream that ended
+/// with the End event is a result: one cut short, by the server or the connection, is a
+/// (transient) error naming the object and the range.
+async fn select(
+    client: &Client,
+    bucket: &str,
     key: &str,
     range: Option<(u64, u64)>,
     sql: &str,
@@ -182,10 +295,9 @@ pub(crate) async fn select(
             .end(end as i64 - 1)
             .build()
     });
-    let mut response = store
-        .client
+    let mut response = client
         .select_object_content()
-        .bucket(&store.bucket)
+        .bucket(bucket)
         .key(key)
         .expression(sql)
         .expression_type(ExpressionType::Sql)
@@ -213,7 +325,6 @@ pub(crate) async fn select(
             SelectObjectContentEventStream::Stats(s) => {
                 let bytes = s.details.and_then(|d| d.bytes_scanned).unwrap_or(0).max(0) as u64;
                 scanned += bytes;
-                store.scanned.fetch_add(bytes, Ordering::Relaxed);
             }
             SelectObjectContentEventStream::End(_) => ended = true,
             _ => {}
@@ -226,6 +337,7 @@ pub(crate) async fn select(
             target,
             message: "the event stream ended without an End event: the result may be cut short"
                 .into(),
+            transient: true,
         });
     }
     Ok((records.freeze(), scanned))

@@ -50,7 +50,7 @@ use futures::FutureExt;
 use crate::layout::Format;
 use crate::pushdown;
 use crate::scan::filter::{naming, ScanFilters, Statement};
-use crate::scan::request::Request;
+use crate::scan::request::{Answer, Request};
 use crate::scan::stream::{FetchedCsv, FetchedParquet, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
 use crate::scan::Mode;
@@ -359,6 +359,7 @@ impl FileOpener for ScanOpener {
                 &source.metrics,
                 self.partition,
                 source.sql_metric && source.mode != Mode::Fetch,
+                source.table.store.endpoints().len(),
             ),
         };
         let output = Arc::clone(source.output_schema());
@@ -394,18 +395,29 @@ impl FileOpener for ScanOpener {
 }
 
 /// One partition's counters, in the plan's metrics: object bytes the store read
-/// (`bytes_scanned`), response bytes (`bytes_received`), requests, and the statement sent
-/// (`sql`, for a scan that selects).
+/// (`bytes_scanned`), response bytes (`bytes_received`), requests, requests sent again after
+/// a transient failure (`retries`), and the statement sent (`sql`, for a scan that selects).
+/// A store with several endpoints also counts each endpoint's answers and their bytes, as
+/// `requests_at_N` and `bytes_received_at_N` for the Nth endpoint (from 0, in the order
+/// given): a metric's name is all that reaches the plan text, labels are merged away.
 #[derive(Debug, Clone)]
 pub(super) struct ScanMetrics {
     bytes_scanned: Count,
     bytes_received: Count,
     requests: Count,
+    retries: Count,
+    /// Requests and bytes received per endpoint, when there are several.
+    per_endpoint: Arc<[(Count, Count)]>,
     sql: Option<Arc<SentSql>>,
 }
 
 impl ScanMetrics {
-    fn new(set: &ExecutionPlanMetricsSet, partition: usize, record_sql: bool) -> ScanMetrics {
+    fn new(
+        set: &ExecutionPlanMetricsSet,
+        partition: usize,
+        record_sql: bool,
+        endpoints: usize,
+    ) -> ScanMetrics {
         let sql = record_sql.then(|| {
             let sql = Arc::new(SentSql::default());
             MetricBuilder::new(set)
@@ -416,19 +428,39 @@ impl ScanMetrics {
                 });
             sql
         });
+        let per_endpoint = match endpoints {
+            0 | 1 => Vec::new(),
+            n => (0..n)
+                .map(|i| {
+                    (
+                        MetricBuilder::new(set).counter(format!("requests_at_{i}"), partition),
+                        MetricBuilder::new(set)
+                            .counter(format!("bytes_received_at_{i}"), partition),
+                    )
+                })
+                .collect(),
+        };
         ScanMetrics {
             bytes_scanned: MetricBuilder::new(set).counter("bytes_scanned", partition),
             bytes_received: MetricBuilder::new(set).counter("bytes_received", partition),
             requests: MetricBuilder::new(set).counter("requests", partition),
+            retries: MetricBuilder::new(set).counter("retries", partition),
+            per_endpoint: per_endpoint.into(),
             sql,
         }
     }
 
-    /// Counts a request answered with `received` bytes, for which the store read `scanned`.
-    pub(super) fn request_done(&self, received: u64, scanned: u64) {
+    /// Counts a request's answer.
+    pub(super) fn request_done(&self, answer: &Answer) {
+        let received = answer.body.len();
         self.requests.add(1);
-        self.bytes_received.add(received as usize);
-        self.bytes_scanned.add(scanned as usize);
+        self.bytes_received.add(received);
+        self.bytes_scanned.add(answer.scanned as usize);
+        self.retries.add(answer.retries);
+        if let Some((requests, bytes)) = self.per_endpoint.get(answer.endpoint) {
+            requests.add(1);
+            bytes.add(received);
+        }
     }
 
     /// Records the statement the partition's selects carry.

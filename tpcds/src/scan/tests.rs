@@ -12,10 +12,10 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use crate::layout::Format;
-use crate::scan::request::{select, Request};
+use crate::scan::request::Request;
 use crate::scan::source::{scan_units, sift_scan, ScanSource};
 use crate::scan::table::{with_key_statistics, S3Table};
-use crate::scan::{Mode, Store};
+use crate::scan::{Location, Mode, Store};
 
 /// A store for planning only: no request is ever sent.
 fn offline_store() -> Arc<Store> {
@@ -26,9 +26,9 @@ fn offline_store() -> Arc<Store> {
     Arc::new(Store::new(Client::from_conf(config), "b".into(), 4))
 }
 
-/// A store whose endpoint is a TCP server that answers every request with `response`
-/// and closes the connection: a select answered in part.
-async fn store_answering(response: Vec<u8>) -> Store {
+/// The URL of a TCP server that answers every request with `response` and closes the
+/// connection (e.g. a select answered in part).
+async fn server_answering(response: Vec<u8>) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -66,15 +66,140 @@ async fn store_answering(response: Vec<u8>) -> Store {
             });
         }
     });
-    let args = crate::s3::EndpointArgs {
-        endpoint: format!("http://{addr}"),
-        bucket: "b".into(),
-        prefix: String::new(),
-        signing: crate::s3::Signing::keys("a", "s", "us-east-1"),
+    format!("http://{addr}")
+}
+
+/// The URL of a port nothing listens on: connections are refused.
+async fn dead_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// A store at `endpoints` that pauses 1 ms before sending a request again.
+async fn store_at(endpoints: Vec<String>) -> Store {
+    let shared = crate::s3::Signing::keys("a", "s", "us-east-1")
+        .shared_config(crate::net::Link::unlimited())
+        .await;
+    let location = Location {
+        endpoints,
         virtual_hosted: false,
     };
-    let client = crate::s3::client(&args, crate::net::Link::unlimited()).await;
-    Store::new(client, "b".into(), 1)
+    let mut store = Store::connect(&shared, &location, "b".into(), 1);
+    store.retry_pause = std::time::Duration::from_millis(1);
+    store
+}
+
+fn get(key: &str, start: u64, end: u64) -> Request {
+    Request::Get {
+        key: key.into(),
+        start,
+        end,
+    }
+}
+
+/// Requests are spread over the endpoints by their object and range, the same way in every
+/// run and process: a change of the hash would send a second run's requests elsewhere.
+#[test]
+fn requests_spread_over_endpoints_the_same_way_every_time() {
+    let mut per_endpoint = [0; 3];
+    for part in 0..30 {
+        for split in 0..10 {
+            let request = Request::Select {
+                key: format!("tpcds/sf1/store_sales/part-{part:05}.dat"),
+                range: Some((split << 25, (split + 1) << 25)),
+            };
+            per_endpoint[request.home(3)] += 1;
+        }
+    }
+    assert!(
+        per_endpoint.iter().all(|&n| (70..=130).contains(&n)),
+        "{per_endpoint:?}"
+    );
+    assert_eq!(get("a/part-00000.dat", 0, 10).home(1), 0);
+    assert_eq!(
+        [0, 1 << 23, 2 << 23, 3 << 23]
+            .map(|start| get("t/part-00001.dat", start, start + 1).home(4)),
+        FIXED_HOMES
+    );
+}
+
+/// What `requests_spread_over_endpoints_the_same_way_every_time` expects of FNV-1a.
+const FIXED_HOMES: [usize; 4] = [0, 0, 3, 3];
+
+/// A request whose home endpoint refuses connections goes to the next one, and the next
+/// requests pass the failed endpoint over without trying it.
+#[tokio::test]
+async fn a_request_goes_to_the_next_endpoint_when_its_home_is_down() {
+    let live =
+        server_answering(b"HTTP/1.1 206 Partial Content\r\nContent-Length: 4\r\n\r\nabcd".to_vec())
+            .await;
+    let request = get("t/part-00001.dat", 0, 4);
+    let home = request.home(2);
+    let mut endpoints = vec![live.clone(), live];
+    endpoints[home] = dead_endpoint().await;
+    let store = store_at(endpoints).await;
+
+    let answer = store
+        .send(&request, "", Format::Csv)
+        .await
+        .expect("answered");
+    assert_eq!(&answer.body[..], b"abcd");
+    assert_eq!((answer.endpoint, answer.retries), (1 - home, 1));
+    let again = store
+        .send(&request, "", Format::Csv)
+        .await
+        .expect("answered");
+    assert_eq!(
+        (again.endpoint, again.retries),
+        (1 - home, 0),
+        "the failed endpoint is passed over for a while"
+    );
+}
+
+/// When every endpoint fails, the request gives up after a bounded number of attempts with
+/// an error naming each endpoint tried.
+#[tokio::test]
+async fn a_request_that_fails_everywhere_names_the_endpoints_tried() {
+    let (a, b) = (dead_endpoint().await, dead_endpoint().await);
+    let store = store_at(vec![a.clone(), b.clone()]).await;
+    let error = store
+        .send(&get("t/part-00001.dat", 0, 4), "", Format::Csv)
+        .await
+        .expect_err("nowhere to send it");
+    assert!(
+        matches!(error, crate::error::Error::GaveUp { attempts: 10, .. }),
+        "{error}"
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains(&a) && text.contains(&b) && text.contains("GetObject t/part-00001.dat"),
+        "{text}"
+    );
+}
+
+/// A request the store refuses for good (not busy, not cut short) is not sent again.
+#[tokio::test]
+async fn a_refused_request_is_not_sent_again() {
+    let refusal = "<Error><Code>NoSuchKey</Code><Message>no such key</Message></Error>";
+    let response = format!(
+        "HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{refusal}",
+        refusal.len()
+    );
+    let server = server_answering(response.into_bytes()).await;
+    let store = store_at(vec![server, dead_endpoint().await]).await;
+    let request = get("t/missing.dat", 0, 4);
+    let error = store
+        .send(&request, "", Format::Csv)
+        .await
+        .expect_err("refused");
+    assert!(
+        !error.is_transient() && error.to_string().contains("NoSuchKey"),
+        "{error}"
+    );
 }
 
 /// One event-stream message of `event_type` with `payload`.
@@ -100,7 +225,8 @@ fn event(event_type: &str, payload: &[u8]) -> Vec<u8> {
 }
 
 /// A select answered with rows but no End event, or cut off mid-body, is an error that
-/// names the object and the range — never rows.
+/// names the object and the range — never rows — after the store sent it again a bounded
+/// number of times.
 #[tokio::test]
 async fn a_select_stream_cut_short_is_an_error_naming_object_and_range() {
     let records = event("Records", b"1|a\n2|b\n");
@@ -111,20 +237,26 @@ async fn a_select_stream_cut_short_is_an_error_naming_object_and_range() {
     // A body that stops half-way through what its Content-Length announced.
     let cut = [head(records.len() * 2), records].concat();
     for (response, what) in [(no_end, "End event"), (cut, "")] {
-        let store = store_answering(response).await;
-        let error = select(
-            &store,
-            "t/part-1.dat",
-            Some((0, 100)),
-            "SELECT s._1",
-            Format::Csv,
-        )
-        .await
-        .expect_err("a result cut short is an error")
-        .to_string();
+        let store = store_at(vec![server_answering(response).await]).await;
+        let request = Request::Select {
+            key: "t/part-1.dat".into(),
+            range: Some((0, 100)),
+        };
+        let error = store
+            .send(&request, "SELECT s._1", Format::Csv)
+            .await
+            .expect_err("a result cut short is an error");
         assert!(
-            error.contains("t/part-1.dat (ScanRange 0-99)") && error.contains(what),
+            error.to_string().contains("gave up after 10 attempts"),
             "{error}"
+        );
+        let crate::error::Error::GaveUp { last, .. } = error else {
+            unreachable!("checked above")
+        };
+        let last = last.to_string();
+        assert!(
+            last.contains("t/part-1.dat (ScanRange 0-99)") && last.contains(what),
+            "{last}"
         );
     }
 }
