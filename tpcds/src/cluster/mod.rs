@@ -12,6 +12,7 @@
 //! source of its byte counts, which the executors measured.
 
 mod codec;
+mod engine;
 pub mod process;
 pub mod stages;
 

@@ -11,6 +11,7 @@ use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::start_server;
 
+use crate::cluster::engine::SiftEngine;
 use crate::cluster::{SchedulerUrl, SiftCodec};
 use crate::error::{Error, Result};
 
@@ -72,6 +73,7 @@ pub async fn executor(options: ExecutorOptions, shared: SdkConfig) -> Result<()>
         memory_pool_size: options.memory_limit,
         override_logical_codec: Some(Arc::clone(&codec) as _),
         override_physical_codec: Some(codec as _),
+        override_execution_engine: Some(Arc::new(SiftEngine::default())),
         ..ExecutorProcessConfig::default()
     };
     if let Some(slots) = options.slots {
