@@ -15,6 +15,11 @@ cargo test --workspace --locked "$@"
 # outside the clone. `-rs` prints the reason of every SKIPPED test.
 SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/py-clients.sh -q -rs
 
+# TPC-DS on a Ballista cluster over six network namespaces (a scheduler, two executors, two
+# gateways in upstream mode, a store), each with its own tbf-limited link; SKIPPED with the
+# reason when namespaces cannot be made (not root).
+SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/cluster-netns.sh
+
 # Sift in front of a real Ceph RGW. scripts/ceph-rgw.sh builds (once, ~1 min) and starts a
 # standalone radosgw; when it cannot (not root, no Debian mirror), the RGW tests are reported
 # as skipped with its reason, never as passed. `--workspace`, as above: `-p sift` resolves

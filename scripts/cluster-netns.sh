@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# TPC-DS on a Ballista cluster spread over six hosts, each a network namespace of this
+# machine with its own address and its own rate-limited link (`tc tbf`, both directions)
+# to a bridge, the "switch":
+#
+#   sched  10.78.0.1   `sift tpcds scheduler`, and the `run` client
+#   exec1  10.78.0.2   `sift tpcds executor`
+#   exec2  10.78.0.3   `sift tpcds executor`
+#   gw1    10.78.0.4   `sift gateway --upstream http://10.78.0.6:9000`
+#   gw2    10.78.0.5   `sift gateway --upstream http://10.78.0.6:9000`
+#   store  10.78.0.6   `sift gateway` on its embedded store
+#
+# It loads SF 0.01 through gw1, runs every statement of the 99 queries in the three modes in
+# one process on the sched host against the store (the reference), then on the cluster
+# with the executors' requests spread over gw1 and gw2: each statement's rows must be the
+# reference's (as sorted lines; a statement that fails must fail in both), and both
+# gateways must have answered requests.
+#
+#   SIFT_BIN=target/debug/sift scripts/cluster-netns.sh
+#
+# Needs root (namespaces, veth, tc). Without it, or without `ip`/`tc`, it prints SKIPPED with
+# the reason and exits 0; it never reports a pass it did not run. Exit 1 on a failure.
+# SIFT_NETNS_RATE sets each link's rate (default 1gbit), SIFT_NETNS_QUERIES the queries
+# (default all). The runs' files are kept when it fails.
+set -euo pipefail
+
+sift="$(realpath "${SIFT_BIN:-target/debug/sift}")"
+rate="${SIFT_NETNS_RATE:-1gbit}"
+sf=0.01
+net=10.78.0
+bridge=sift-br0
+hosts=(sched exec1 exec2 gw1 gw2 store)
+key=sift-netns-access
+secret=sift-netns-secret
+work=$(mktemp -d /tmp/sift-netns.XXXXXX)
+pids=()
+
+skip() {
+    echo "SKIPPED: the multi-host cluster test (scripts/cluster-netns.sh): $*"
+    exit 0
+}
+
+fail() {
+    echo "FAILED: scripts/cluster-netns.sh: $*" >&2
+    for log in "$work"/*.log; do
+        echo "--- $log (last lines)" >&2
+        tail -5 "$log" >&2 || true
+    done
+    keep=1
+    echo "(the runs' files are kept in $work)" >&2
+    exit 1
+}
+
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    for host in "${hosts[@]}"; do ip netns del "sift-$host" 2>/dev/null || true; done
+    ip link del "$bridge" 2>/dev/null || true
+    [[ -n ${keep:-} ]] || rm -rf "$work"
+}
+
+[[ -x $sift ]] || fail "no sift binary at $sift (set SIFT_BIN)"
+[[ $(id -u) == 0 ]] || skip "network namespaces need root"
+command -v ip >/dev/null && command -v tc >/dev/null || skip "needs ip and tc (iproute2)"
+trap cleanup EXIT
+# Leftovers of a run that was killed.
+for host in "${hosts[@]}"; do ip netns del "sift-$host" 2>/dev/null || true; done
+ip link del "$bridge" 2>/dev/null || true
+
+ip link add "$bridge" type bridge 2>/dev/null || skip "cannot create a bridge"
+ip link set "$bridge" up
+for i in "${!hosts[@]}"; do
+    host=${hosts[$i]}
+    ns="sift-$host"
+    ip netns add "$ns" || skip "cannot create network namespace $ns"
+    ip link add "v-$host" type veth peer name "b-$host"
+    ip link set "v-$host" netns "$ns"
+    ip link set "b-$host" master "$bridge" up
+    ip -n "$ns" addr add "$net.$((i + 1))/24" dev "v-$host"
+    ip -n "$ns" link set "v-$host" up
+    ip -n "$ns" link set lo up
+    # The host's link: its uplink (leaving the namespace) and its downlink (leaving the bridge
+    # towards it), each at the rate.
+    tc -n "$ns" qdisc add dev "v-$host" root tbf rate "$rate" burst 256kb latency 50ms ||
+        skip "tc tbf is not available"
+    tc qdisc add dev "b-$host" root tbf rate "$rate" burst 256kb latency 50ms
+done
+
+addr() { # host -> address
+    local i
+    for i in "${!hosts[@]}"; do
+        if [[ ${hosts[$i]} == "$1" ]]; then
+            echo "$net.$((i + 1))"
+            return
+        fi
+    done
+    fail "no host $1"
+}
+
+# Starts `sift ARGS…` on HOST in the background, its output in $work/NAME.log.
+start() {
+    local host=$1 name=$2
+    shift 2
+    ip netns exec "sift-$host" env RUST_LOG=warn AWS_ACCESS_KEY_ID=$key \
+        AWS_SECRET_ACCESS_KEY=$secret AWS_REGION=us-east-1 "$sift" "$@" \
+        >"$work/$name.log" 2>&1 &
+    pids+=($!)
+}
+
+# Waits until ADDRESS:PORT accepts connections from HOST (60 s at most).
+wait_port() {
+    local host=$1 address=$2 port=$3 what=$4
+    for _ in $(seq 600); do
+        if ip netns exec "sift-$host" bash -c "exec 3<>/dev/tcp/$address/$port" 2>/dev/null; then
+            return
+        fi
+        sleep 0.1
+    done
+    fail "$what is not listening on $address:$port"
+}
+
+gateway_keys=(--access-key "$key" --secret-key "$secret")
+start store store gateway --listen "$(addr store):9000" --data-dir "$work/store" "${gateway_keys[@]}"
+wait_port sched "$(addr store)" 9000 "the store"
+for gw in gw1 gw2; do
+    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "http://$(addr store):9000" \
+        --upstream-access-key "$key" --upstream-secret-key "$secret" "${gateway_keys[@]}"
+    wait_port sched "$(addr "$gw")" 9000 "$gw"
+done
+start sched scheduler tpcds scheduler --bind "$(addr sched):50050"
+wait_port sched "$(addr sched)" 50050 "the scheduler"
+for ex in exec1 exec2; do
+    start "$ex" "$ex" tpcds executor --scheduler "df://$(addr sched):50050" \
+        --bind "$(addr "$ex"):50051" --slots 2 --work-dir "$work/$ex"
+    wait_port sched "$(addr "$ex")" 50051 "$ex"
+done
+
+# Runs `sift ARGS…` on the sched host in the foreground.
+on_sched() {
+    ip netns exec sift-sched env AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret \
+        AWS_REGION=us-east-1 "$sift" "$@"
+}
+gw1="http://$(addr gw1):9000"
+gw2="http://$(addr gw2):9000"
+on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket tpcds >"$work/load.log" 2>&1 ||
+    fail "load through gw1"
+common=(--sf $sf --bucket tpcds --mode all --queries "${SIFT_NETNS_QUERIES:-all}")
+on_sched tpcds run "${common[@]}" --endpoint "http://$(addr store):9000" --out "$work/local" \
+    >"$work/local.log" 2>&1 || fail "the single-process run"
+on_sched tpcds run "${common[@]}" --endpoint "$gw1,$gw2" \
+    --scheduler "df://$(addr sched):50050" --out "$work/cluster" >"$work/cluster.log" 2>&1 ||
+    fail "the run on the cluster"
+
+# Each statement's rows, as sorted lines; a failed statement as FAILED (the two runs word
+# their errors differently).
+rows_of() {
+    if head -c 6 "$1" | grep -q '^ERROR:'; then echo FAILED; else LC_ALL=C sort "$1"; fi
+}
+# Statements Ballista 55 cannot run, in any mode: after its stage planning, DataFusion's
+# window operator finds the sort it relies on one partition column short (an upstream
+# defect; the single process runs them). Checked to fail so, so that a fix shows here.
+known_failures=" ${KNOWN_FAILURES:-q47 q57} "
+known_error="All partition by columns should have an ordering"
+statements=0
+mismatches=()
+for mode in fetch pushdown dynamic; do
+    for file in "$work/local/rows/$mode"/*.txt; do
+        name=$(basename "$file" .txt)
+        other="$work/cluster/rows/$mode/$name.txt"
+        [[ -f $other ]] || fail "$mode $name: no rows from the cluster"
+        statements=$((statements + 1))
+        query=${name%%_*}
+        if [[ $known_failures == *" $query "* ]]; then
+            grep -q "$known_error" "$other" ||
+                mismatches+=("$mode $name (known to fail on Ballista 55, but did not)")
+            continue
+        fi
+        cmp -s <(rows_of "$file") <(rows_of "$other") || mismatches+=("$mode $name")
+    done
+done
+((${#mismatches[@]} == 0)) ||
+    fail "the cluster's rows differ from the single-process run's: ${mismatches[*]}"
+[[ -n ${SIFT_NETNS_QUERIES:-} || $statements == 309 ]] ||
+    fail "compared $statements statements, expected 103 in 3 modes"
+
+# Both gateways answered part of the cluster's requests, in every mode.
+# And the bytes each mode received, in one process and on the cluster (the executors count
+# response bodies, the single process its socket).
+python3 - "$work/local/summary.json" "$work/cluster/summary.json" <<'EOF' || fail "per-endpoint requests"
+import json, sys
+local, cluster = (json.load(open(path)) for path in sys.argv[1:])
+for mode, totals in cluster["modes"].items():
+    counts = [e["requests"] for e in totals["endpoints"]]
+    assert len(counts) == 2 and all(n > 0 for n in counts), (mode, counts)
+    print(f"{mode:>8}: received {local['modes'][mode]['bytes_received'] / 1e6:.1f} MB in one "
+          f"process, {totals['bytes_received'] / 1e6:.1f} MB on the cluster; requests per "
+          f"gateway {counts}, retries {totals['retries']}")
+EOF
+echo "ok: the cluster over 6 network namespaces (links at $rate) gave the single-process rows" \
+    "for all $statements statements"
