@@ -29,6 +29,46 @@ fn endpoint_args(gateway: &Gateway) -> Vec<String> {
     .collect()
 }
 
+/// `tpcds run` at SF of `queries` in `mode` into `out`, reaching the store with `endpoint`
+/// (its arguments), then `extra`.
+fn run_args(
+    endpoint: &[String],
+    mode: &str,
+    queries: &str,
+    out: &Path,
+    extra: &[&str],
+) -> Vec<String> {
+    let out = out.display().to_string();
+    let head = [
+        "tpcds",
+        "run",
+        "--sf",
+        SF,
+        "--mode",
+        mode,
+        "--queries",
+        queries,
+        "--out",
+        &out,
+    ];
+    let head = head.iter().map(|s| s.to_string());
+    head.chain(endpoint.iter().cloned())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// Runs [`run_args`] to its end.
+fn sift_run(
+    endpoint: &[String],
+    mode: &str,
+    queries: &str,
+    out: &Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let args = run_args(endpoint, mode, queries, out, extra);
+    sift(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
 }
@@ -197,24 +237,8 @@ fn sorted_rows(dir: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
 fn a_memory_limited_run_spills_and_gives_the_unlimited_rows() {
     let (_gateway, endpoint) = loaded_gateway();
     let run = |out: &Path, mode: &str, limit: Option<&str>| {
-        let out = out.display().to_string();
-        let mut args = vec![
-            "tpcds",
-            "run",
-            "--sf",
-            SF,
-            "--mode",
-            mode,
-            "--queries",
-            "ceph72",
-            "--out",
-            &out,
-        ];
-        args.extend(endpoint.iter().map(String::as_str));
-        if let Some(limit) = limit {
-            args.extend(["--memory-limit", limit]);
-        }
-        check(&sift(&args), "run");
+        let extra = limit.map_or(vec![], |limit| vec!["--memory-limit", limit]);
+        check(&sift_run(&endpoint, mode, "ceph72", out, &extra), "run");
     };
     let unlimited = temp_dir("sift-memory-unlimited");
     run(&unlimited, "fetch", None);
@@ -670,27 +694,10 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
             false => arg.clone(),
         })
         .collect();
-    let run = |endpoint: &[String], mode: &str, out: &Path| {
-        let out = out.display().to_string();
-        let mut args = vec![
-            "tpcds",
-            "run",
-            "--sf",
-            SF,
-            "--mode",
-            mode,
-            "--queries",
-            QUERIES,
-        ];
-        args.extend(["--out", &out]);
-        args.extend(endpoint.iter().map(String::as_str));
-        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
-    };
-    let sift_owned = |args: Vec<String>| sift(&args.iter().map(String::as_str).collect::<Vec<_>>());
 
     let reference = temp_dir("sift-tpcds-one-endpoint");
     check(
-        &sift_owned(run(&direct, "fetch", &reference)),
+        &sift_run(&direct, "fetch", QUERIES, &reference, &[]),
         "run against the store",
     );
     let expected = checksums(&reference, "fetch");
@@ -707,7 +714,7 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
     let (first, second) = (temp_dir("sift-tpcds-two-a"), temp_dir("sift-tpcds-two-b"));
     for out in [&first, &second] {
         check(
-            &sift_owned(run(&over_both, "pushdown", out)),
+            &sift_run(&over_both, "pushdown", QUERIES, out, &[]),
             "run over two gateways",
         );
         assert_eq!(checksums(out, "pushdown"), expected);
@@ -726,7 +733,7 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
     // Killed while fetch mode runs: b's requests in flight fail, and the later ones go to a.
     let out = temp_dir("sift-tpcds-lose-one");
     let child = Command::new(env!("CARGO_BIN_EXE_sift"))
-        .args(run(&over_both, "all", &out))
+        .args(run_args(&over_both, "all", QUERIES, &out, &[]))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -762,7 +769,7 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
     let (a_url, b_url) = (a.endpoint(), b.endpoint());
     drop(a);
     let out = temp_dir("sift-tpcds-none-left");
-    let failed = sift_owned(run(&over_both, "fetch", &out));
+    let failed = sift_run(&over_both, "fetch", QUERIES, &out, &[]);
     assert!(!failed.status.success());
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert!(

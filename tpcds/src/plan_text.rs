@@ -59,10 +59,11 @@ fn count(text: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const PLANS: &str = "Stage 1 (Successful):\n\
+    /// Two stages of a distributed plan as the scheduler renders them, with Sift scans.
+    pub(crate) const PLANS: &str = "Stage 1 (Successful):\n\
         ShuffleWriterExec: partitioning: None, metrics=[]\n  \
           DataSourceExec: file_groups={1 group: [[date_dim/partition-0]]}, projection=[d_date_sk], file_type=sift, table=date_dim, mode=pushdown, columns=[s._1], metrics=[bytes_received=120, bytes_scanned=10.32 M, requests=2]\n\
         Stage 2 (Successful):\n\

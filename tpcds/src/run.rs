@@ -688,6 +688,10 @@ struct Plan {
     bytes_scanned: u64,
 }
 
+/// A statement's rows (a failure is its result, as text) and its executed plan, when it got
+/// as far as a plan.
+type StatementRun = (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>);
+
 /// Runs one statement: its rows (a failure is the statement's result, reported as text),
 /// and its executed plan when it got as far as a plan.
 async fn run_statement(
@@ -695,7 +699,7 @@ async fn run_statement(
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
-) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
+) -> StatementRun {
     match SORT_MERGE_QUERIES.contains(&n) {
         true => run_with_sort_merge_joins(ctx, sql, n, cluster).await,
         false => run_planned(ctx, sql, n, cluster).await,
@@ -715,7 +719,7 @@ async fn run_with_sort_merge_joins(
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
-) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
+) -> StatementRun {
     if let Err(e) = set_prefer_hash_join(ctx, false).await {
         return (Err(e), None);
     }
@@ -753,7 +757,7 @@ async fn run_planned(
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
-) -> (std::result::Result<Vec<RecordBatch>, String>, Option<Plan>) {
+) -> StatementRun {
     let planning =
         |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
     let plan = match ctx.sql(sql).await {

@@ -67,12 +67,7 @@ pub fn join_tree(plans: &str) -> String {
 mod tests {
     use super::*;
 
-    const PLANS: &str = "Stage 1 (Successful):\n\
-        ShuffleWriterExec: partitioning: None, metrics=[]\n  \
-          DataSourceExec: file_groups={1 group: [[date_dim/partition-0]]}, projection=[d_date_sk], file_type=sift, table=date_dim, mode=pushdown, columns=[s._1], metrics=[bytes_received=120, bytes_scanned=10.32 M, requests=2]\n\
-        Stage 2 (Successful):\n\
-        HashJoinExec: mode=CollectLeft, join_type=Inner, metrics=[]\n  \
-          DataSourceExec: file_groups={1 group: [[store_sales/partition-0]]}, projection=[ss_sold_date_sk], file_type=sift, table=store_sales, mode=pushdown, columns=[s._1], metrics=[bytes_received=554.4 K, bytes_scanned=2.38 B, requests=1]\n";
+    use crate::plan_text::tests::PLANS;
 
     #[test]
     fn joins_and_tables_in_order() {
