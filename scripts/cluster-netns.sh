@@ -6,9 +6,14 @@
 #   sched  10.78.0.1   `sift tpcds scheduler`, and the `run` client
 #   exec1  10.78.0.2   `sift tpcds executor`
 #   exec2  10.78.0.3   `sift tpcds executor`
-#   gw1    10.78.0.4   `sift gateway --upstream http://10.78.0.6:9000`
-#   gw2    10.78.0.5   `sift gateway --upstream http://10.78.0.6:9000`
+#   gw1    10.78.0.4   `sift gateway --upstream https://10.78.0.6:9000`
+#   gw2    10.78.0.5   `sift gateway --upstream https://10.78.0.6:9000`
 #   store  10.78.0.6   `sift gateway` on its embedded store
+#
+# Every S3 request crosses hosts over HTTPS: the script makes a CA of its own (openssl), a
+# certificate per gateway for its address, and every process trusts only that CA (gateways
+# by --ca-file, clients and executors by AWS_CA_BUNDLE). Ballista's own gRPC between the
+# scheduler and the executors stays plain, as Ballista ships it.
 #
 # It loads SF 0.01 through gw1, runs every statement of the 99 queries in the three modes in
 # one process on the sched host against the store (the reference), then on the cluster
@@ -21,12 +26,15 @@
 # Needs root (namespaces, veth, tc). Without it, or without `ip`/`tc`, it prints SKIPPED with
 # the reason and exits 0; it never reports a pass it did not run. Exit 1 on a failure.
 # SIFT_NETNS_RATE sets each link's rate (default 1gbit), SIFT_NETNS_QUERIES the queries
-# (default all). The runs' files are kept when it fails.
+# (default all), SIFT_NETNS_SF the scale (default 0.01), SIFT_NETNS_EXECUTORS the executor
+# hosts (1 or 2, default 2); SIFT_NETNS_KEEP=DIR keeps both runs there (the benchmark in
+# docs/BENCHMARKS.md). The runs' files are kept when it fails.
 set -euo pipefail
 
 sift="$(realpath "${SIFT_BIN:-target/debug/sift}")"
 rate="${SIFT_NETNS_RATE:-1gbit}"
-sf=0.01
+sf="${SIFT_NETNS_SF:-0.01}"
+executors="${SIFT_NETNS_EXECUTORS:-2}"
 net=10.78.0
 bridge=sift-br0
 hosts=(sched exec1 exec2 gw1 gw2 store)
@@ -62,6 +70,7 @@ cleanup() {
 [[ -x $sift ]] || fail "no sift binary at $sift (set SIFT_BIN)"
 [[ $(id -u) == 0 ]] || skip "network namespaces need root"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "needs ip and tc (iproute2)"
+command -v openssl >/dev/null || skip "needs openssl to make the test's CA"
 trap cleanup EXIT
 # Leftovers of a run that was killed.
 for host in "${hosts[@]}"; do ip netns del "sift-$host" 2>/dev/null || true; done
@@ -97,13 +106,30 @@ addr() { # host -> address
     fail "no host $1"
 }
 
+# The test's PKI: a CA, and for each gateway host a certificate for its address.
+pki=$work/pki
+mkdir -p "$pki"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj "/CN=sift-netns test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
+    2>/dev/null || fail "openssl could not make the CA"
+for host in gw1 gw2 store; do
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$host" \
+        -keyout "$pki/$host.key" -out "$pki/$host.csr" 2>/dev/null
+    openssl x509 -req -in "$pki/$host.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" \
+        -CAcreateserial -days 2 -out "$pki/$host.pem" -extfile <(printf \
+        'subjectAltName=IP:%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+        "$(addr $host)") 2>/dev/null || fail "openssl could not sign $host's certificate"
+done
+tls() { echo --tls-cert "$pki/$1.pem" --tls-key "$pki/$1.key"; }
+
 # Starts `sift ARGS…` on HOST in the background, its output in $work/NAME.log.
 start() {
     local host=$1 name=$2
     shift 2
     ip netns exec "sift-$host" env RUST_LOG=warn AWS_ACCESS_KEY_ID=$key \
-        AWS_SECRET_ACCESS_KEY=$secret AWS_REGION=us-east-1 "$sift" "$@" \
-        >"$work/$name.log" 2>&1 &
+        AWS_SECRET_ACCESS_KEY=$secret AWS_REGION=us-east-1 AWS_CA_BUNDLE="$pki/ca.pem" \
+        "$sift" "$@" >"$work/$name.log" 2>&1 &
     pids+=($!)
 }
 
@@ -120,16 +146,21 @@ wait_port() {
 }
 
 gateway_keys=(--access-key "$key" --secret-key "$secret")
-start store store gateway --listen "$(addr store):9000" --data-dir "$work/store" "${gateway_keys[@]}"
+# shellcheck disable=SC2046 # tls's words are flags
+start store store gateway --listen "$(addr store):9000" --data-dir "$work/store" \
+    "${gateway_keys[@]}" $(tls store)
 wait_port sched "$(addr store)" 9000 "the store"
 for gw in gw1 gw2; do
-    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "http://$(addr store):9000" \
-        --upstream-access-key "$key" --upstream-secret-key "$secret" "${gateway_keys[@]}"
+    # shellcheck disable=SC2046
+    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "https://$(addr store):9000" \
+        --upstream-access-key "$key" --upstream-secret-key "$secret" "${gateway_keys[@]}" \
+        $(tls "$gw")
     wait_port sched "$(addr "$gw")" 9000 "$gw"
 done
 start sched scheduler tpcds scheduler --bind "$(addr sched):50050"
 wait_port sched "$(addr sched)" 50050 "the scheduler"
-for ex in exec1 exec2; do
+[[ $executors == 1 || $executors == 2 ]] || fail "SIFT_NETNS_EXECUTORS must be 1 or 2"
+for ex in $(seq -f exec%g "$executors"); do
     start "$ex" "$ex" tpcds executor --scheduler "df://$(addr sched):50050" \
         --bind "$(addr "$ex"):50051" --slots 2 --work-dir "$work/$ex"
     wait_port sched "$(addr "$ex")" 50051 "$ex"
@@ -138,14 +169,14 @@ done
 # Runs `sift ARGS…` on the sched host in the foreground.
 on_sched() {
     ip netns exec sift-sched env AWS_ACCESS_KEY_ID=$key AWS_SECRET_ACCESS_KEY=$secret \
-        AWS_REGION=us-east-1 "$sift" "$@"
+        AWS_REGION=us-east-1 AWS_CA_BUNDLE="$pki/ca.pem" "$sift" "$@"
 }
-gw1="http://$(addr gw1):9000"
-gw2="http://$(addr gw2):9000"
+gw1="https://$(addr gw1):9000"
+gw2="https://$(addr gw2):9000"
 on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket tpcds >"$work/load.log" 2>&1 ||
     fail "load through gw1"
 common=(--sf $sf --bucket tpcds --mode all --queries "${SIFT_NETNS_QUERIES:-all}")
-on_sched tpcds run "${common[@]}" --endpoint "http://$(addr store):9000" --out "$work/local" \
+on_sched tpcds run "${common[@]}" --endpoint "https://$(addr store):9000" --out "$work/local" \
     >"$work/local.log" 2>&1 || fail "the single-process run"
 on_sched tpcds run "${common[@]}" --endpoint "$gw1,$gw2" \
     --scheduler "df://$(addr sched):50050" --out "$work/cluster" >"$work/cluster.log" 2>&1 ||
@@ -186,15 +217,40 @@ done
 # Both gateways answered part of the cluster's requests, in every mode.
 # And the bytes each mode received, in one process and on the cluster (the executors count
 # response bodies, the single process its socket).
-python3 - "$work/local/summary.json" "$work/cluster/summary.json" <<'EOF' || fail "per-endpoint requests"
+python3 - "$work/local" "$work/cluster" <<'EOF' || fail "per-endpoint requests"
 import json, sys
-local, cluster = (json.load(open(path)) for path in sys.argv[1:])
+local, cluster = (json.load(open(f"{d}/summary.json")) for d in sys.argv[1:])
+results = [json.load(open(f"{d}/results.json")) for d in sys.argv[1:]]
 for mode, totals in cluster["modes"].items():
     counts = [e["requests"] for e in totals["endpoints"]]
     assert len(counts) == 2 and all(n > 0 for n in counts), (mode, counts)
     print(f"{mode:>8}: received {local['modes'][mode]['bytes_received'] / 1e6:.1f} MB in one "
           f"process, {totals['bytes_received'] / 1e6:.1f} MB on the cluster; requests per "
-          f"gateway {counts}, retries {totals['retries']}")
+          f"gateway {counts}, retries {totals['retries']}; "
+          f"{local['modes'][mode]['seconds']:.1f} s in one process, "
+          f"{totals['seconds']:.1f} s on the cluster")
+for mode in ("pushdown", "dynamic"):
+    for name, summary in (("one process", local), ("cluster", cluster)):
+        c = summary.get("against_fetch", {}).get(mode)
+        if c:
+            print(f"{mode:>8} vs fetch, {name}: geomean {c['geomean_speedup']:.2f}x, "
+                  f"max {c['max_speedup']:.2f}x ({c['max_speedup_query']}), "
+                  f"min {c['min_speedup']:.2f}x, bytes cut {c['bytes_reduction']:.1%}")
+# Per query, the cluster's bytes (response bodies) against the single process's (its
+# socket): the queries furthest apart, to explain any difference in the totals.
+by_key = [{(r["query"], r["mode"]): r for r in rs} for rs in results]
+ratios = sorted(
+    (c["bytes_received"] / l["bytes_received"], key)
+    for key, l in by_key[0].items()
+    if (c := by_key[1].get(key)) and l["bytes_received"] > 0
+)
+if ratios:
+    far = [f"{q} {m} {r:.3f}" for r, (q, m) in ratios[:3] + ratios[-3:]]
+    print("bytes on the cluster / in one process, extremes:", ", ".join(far))
 EOF
-echo "ok: the cluster over 6 network namespaces (links at $rate) gave the single-process rows" \
-    "for all $statements statements"
+if [[ -n ${SIFT_NETNS_KEEP:-} ]]; then
+    mkdir -p "$SIFT_NETNS_KEEP"
+    cp -r "$work/local" "$work/cluster" "$SIFT_NETNS_KEEP/"
+fi
+echo "ok: the cluster over network namespaces ($executors executor hosts, links at $rate, S3" \
+    "over HTTPS) gave the single-process rows for all $statements statements at SF $sf"

@@ -60,6 +60,16 @@ pub struct GatewayArgs {
     /// Default: twice the number of cores.
     #[arg(long)]
     max_selects: Option<usize>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first; with --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Certificate authorities (PEM) an https:// --upstream is checked against, instead of
+    /// the system's.
+    #[arg(long, env = "AWS_CA_BUNDLE")]
+    ca_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -90,6 +100,9 @@ impl GatewayArgs {
             select_threads: self.select_threads,
             allow_anonymous_read: self.allow_anonymous_read,
             max_selects: self.max_selects,
+            tls_cert: self.tls_cert,
+            tls_key: self.tls_key,
+            ca_file: self.ca_file,
         }
     }
 }
@@ -118,7 +131,12 @@ pub fn run(args: GatewayArgs) -> ExitCode {
         let listener = server::bind(&config).await?;
         let addr = listener.local_addr()?;
         let shutdown = server::shutdown_signal()?;
-        println!("listening on http://{addr}");
-        server::serve(listener, service, shutdown).await
+        let scheme = if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        println!("listening on {scheme}://{addr}");
+        server::serve(listener, service, config.tls.clone(), shutdown).await
     })
 }

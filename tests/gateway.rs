@@ -16,8 +16,8 @@ use aws_sdk_s3::types::{
 };
 use aws_sdk_s3::Client;
 use common::{
-    create_bucket, get, put, raw_get, status_and_code, temp_dir, Gateway, ACCESS, MAX_RECORDS,
-    SECRET,
+    client_trusting_test_ca, create_bucket, get, pki, put, raw_get, select_csv, status_and_code,
+    temp_dir, tls_flags, Gateway, ACCESS, MAX_RECORDS, SECRET,
 };
 use md5::Digest;
 
@@ -669,6 +669,94 @@ async fn upstream_keys_can_come_from_the_environment() {
     create_bucket(&front.client(), "up-env").await;
     put(&front.client(), "up-env", "k", b"through").await;
     assert_eq!(get(&store.client(), "up-env", "k").await, b"through");
+}
+
+/// With a certificate the gateway serves HTTPS: an SDK client that trusts the test CA
+/// writes, reads and selects; a gateway in front of it reaches it over HTTPS when its
+/// --ca-file names the CA, and without it answers 503 with the refusal (at once); a
+/// certificate the CA did not sign for this name, or bad TLS files, are refused clearly.
+#[tokio::test]
+async fn https_with_a_certificate() {
+    let tls = tls_flags("server");
+    let tls: Vec<&str> = tls.iter().map(String::as_str).collect();
+    let store = Gateway::start(&tls);
+    assert!(store.endpoint().starts_with("https://127.0.0.1:"));
+    let s3 = client_trusting_test_ca(&store.endpoint());
+    create_bucket(&s3, "tls").await;
+    put(&s3, "tls", "t.csv", b"a,1\nb,2\n").await;
+    assert_eq!(get(&s3, "tls", "t.csv").await, b"a,1\nb,2\n");
+    let (records, _) = select_csv(
+        &s3,
+        "tls",
+        "t.csv",
+        "SELECT s._1 FROM S3Object s WHERE CAST(s._2 AS INT) > 1",
+        InputSerialization::builder().csv(csv_input()).build(),
+        None,
+    )
+    .await
+    .expect("select over https");
+    assert_eq!(records, b"b\n");
+
+    let ca = pki("ca.pem");
+    let front = Gateway::start_upstream(&store.endpoint(), ACCESS, SECRET, &["--ca-file", &ca]);
+    assert_eq!(get(&front.client(), "tls", "t.csv").await, b"a,1\nb,2\n");
+    let untrusting = Gateway::start_upstream(&store.endpoint(), ACCESS, SECRET, &[]);
+    let started = std::time::Instant::now();
+    let err = untrusting
+        .client()
+        .get_object()
+        .bucket("tls")
+        .key("t.csv")
+        .send()
+        .await
+        .expect_err("the store's certificate is not trusted");
+    let (status, code) = status_and_code(&err);
+    assert_eq!((status, code.as_str()), (503, "ServiceUnavailable"));
+    let message = err.message().unwrap_or_default();
+    assert!(message.contains("UnknownIssuer"), "{message}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+
+    let elsewhere = tls_flags("wrong-name");
+    let elsewhere: Vec<&str> = elsewhere.iter().map(String::as_str).collect();
+    let misnamed = Gateway::start(&elsewhere);
+    let err = client_trusting_test_ca(&misnamed.endpoint())
+        .list_buckets()
+        .send()
+        .await
+        .expect_err("a certificate for another name");
+    let chain = format!("{}", aws_sdk_s3::error::DisplayErrorContext(&err));
+    assert!(chain.contains("NotValidForName"), "{chain}");
+
+    for (flags, named) in [
+        (vec!["--tls-cert", &tls[1]], "--tls-key"),
+        (
+            vec!["--tls-cert", &ca, "--tls-key", &tls[3]],
+            "--tls-cert and --tls-key",
+        ),
+        (
+            vec!["--tls-cert", "/nonexistent.pem", "--tls-key", &tls[3]],
+            "--tls-cert",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sift"))
+            .args([
+                "gateway",
+                "--listen",
+                "127.0.0.1:0",
+                "--access-key",
+                "a",
+                "--secret-key",
+                "s",
+            ])
+            .arg("--data-dir")
+            .arg(std::env::temp_dir().join("sift-gateway-never-used"))
+            .args(&flags)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{flags:?}: {err}");
+    }
 }
 
 /// Every variable is named in `--help`, and no secret's value is printed there.

@@ -3,10 +3,12 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sift_engine::Dialect;
 
+use crate::tls::{self, TlsError};
 use crate::upstream::UpstreamConfig;
 
 /// One user allowed to sign requests (SigV4 access key and secret).
@@ -50,6 +52,8 @@ pub struct GatewayConfig {
     pub max_selects: usize,
     /// Let unsigned requests read (GET, HEAD, list, select).
     pub allow_anonymous_read: bool,
+    /// Serve HTTPS with this identity instead of plain HTTP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// The gateway's settings as `sift gateway` parses them (flags, or their environment
@@ -72,12 +76,19 @@ pub struct GatewayFlags {
     pub select_threads: usize,
     pub allow_anonymous_read: bool,
     pub max_selects: Option<usize>,
+    /// The certificate chain and private key of HTTPS (PEM files).
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// The certificate authorities the upstream client trusts (PEM), instead of the
+    /// system's; only used with an https:// upstream.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl GatewayConfig {
     /// Checks the flags and builds the configuration: exactly one backend, upstream keys
-    /// with an upstream, an http(s) upstream URL and a positive timeout, and at least one
-    /// user. An empty key (a variable set to "") counts as not given.
+    /// with an upstream, an http(s) upstream URL and a positive timeout, at least one user,
+    /// and readable, consistent TLS files. An empty key (a variable set to "") counts as not
+    /// given.
     pub fn from_flags(flags: GatewayFlags) -> Result<GatewayConfig, ConfigError> {
         let given = |value: Option<String>| value.filter(|v| !v.is_empty());
         let users = collect_users(
@@ -100,17 +111,28 @@ impl GatewayConfig {
                 if !(flags.upstream_timeout.is_finite() && flags.upstream_timeout > 0.0) {
                     return Err(ConfigError::UpstreamTimeout);
                 }
+                let ca_bundle = match &flags.ca_file {
+                    Some(path) => Some(tls::read_ca_bundle(path)?),
+                    None => None,
+                };
                 Backend::Upstream(UpstreamConfig {
                     endpoint,
                     access_key,
                     secret_key,
                     region: flags.upstream_region,
                     timeout: Duration::from_secs_f64(flags.upstream_timeout),
+                    ca_bundle,
                 })
             }
             _ => return Err(ConfigError::Backend),
         };
+        let tls = match (&flags.tls_cert, &flags.tls_key) {
+            (Some(cert), Some(key)) => Some(tls::server_config(cert, key)?),
+            (None, None) => None,
+            _ => return Err(TlsError::Half.into()),
+        };
         let mut config = GatewayConfig::new(flags.listen, backend, users);
+        config.tls = tls;
         config.domain = flags.domain;
         config.allow_anonymous_read = flags.allow_anonymous_read;
         config.dialect = flags.dialect;
@@ -133,6 +155,7 @@ impl GatewayConfig {
             select_threads: 1,
             max_selects: 2 * cores,
             allow_anonymous_read: false,
+            tls: None,
         }
     }
 }
@@ -169,6 +192,8 @@ pub enum ConfigError {
     UpstreamUrl(String),
     #[error("--upstream-timeout must be a positive number of seconds")]
     UpstreamTimeout,
+    #[error(transparent)]
+    Tls(#[from] TlsError),
 }
 
 /// Reads a credentials file: one `ACCESS SECRET` pair per line; blank lines and lines
@@ -274,7 +299,64 @@ mod tests {
             select_threads: 1,
             allow_anonymous_read: false,
             max_selects: None,
+            tls_cert: None,
+            tls_key: None,
+            ca_file: None,
         }
+    }
+
+    /// A file of the test PKI (tests/fixtures/tls, made by its make.sh).
+    fn pki(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/tls")
+            .join(name)
+    }
+
+    #[test]
+    fn tls_files_are_checked_at_start() {
+        let mut flags = local();
+        flags.tls_cert = Some(pki("server.pem"));
+        flags.tls_key = Some(pki("server.key"));
+        let config = GatewayConfig::from_flags(flags).expect("a valid identity");
+        assert!(config.tls.is_some());
+
+        let error = |change: &dyn Fn(&mut GatewayFlags)| {
+            let mut flags = local();
+            flags.tls_cert = Some(pki("server.pem"));
+            flags.tls_key = Some(pki("server.key"));
+            change(&mut flags);
+            GatewayConfig::from_flags(flags)
+                .expect_err("refused")
+                .to_string()
+        };
+        let half = error(&|f| f.tls_key = None);
+        assert!(half.contains("--tls-cert and --tls-key"), "{half}");
+        let missing = error(&|f| f.tls_cert = Some(pki("absent.pem")));
+        assert!(missing.starts_with("cannot read --tls-cert"), "{missing}");
+        let no_key = error(&|f| f.tls_key = Some(pki("server.pem")));
+        assert!(no_key.starts_with("--tls-key"), "{no_key}");
+        // The CA's key does not belong to the server's certificate.
+        let mismatch = error(&|f| f.tls_key = Some(pki("ca.key")));
+        assert!(mismatch.contains("server identity"), "{mismatch}");
+        let not_a_certificate = error(&|f| f.tls_cert = Some(pki("server.key")));
+        assert!(
+            not_a_certificate.contains("no PEM certificate"),
+            "{not_a_certificate}"
+        );
+
+        let mut flags = upstream();
+        flags.ca_file = Some(pki("ca.pem"));
+        let config = GatewayConfig::from_flags(flags).expect("a CA bundle");
+        let Backend::Upstream(up) = config.backend else {
+            panic!("an upstream backend");
+        };
+        assert!(up.ca_bundle.is_some());
+        let mut flags = upstream();
+        flags.ca_file = Some(pki("make.sh"));
+        let refused = GatewayConfig::from_flags(flags)
+            .expect_err("not PEM")
+            .to_string();
+        assert!(refused.starts_with("--ca-file"), "{refused}");
     }
 
     /// Flags for an upstream store with its keys.

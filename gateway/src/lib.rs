@@ -3,7 +3,8 @@
 //!
 //! [`config`] (what it is started with) → [`server`] (hyper, s3s, `/health`, shutdown) →
 //! [`store`] (the `S3` operations on the local directory) and [`select`] (request mapping,
-//! the engine on a blocking thread, the event stream). [`auth`] hands s3s the users.
+//! the engine on a blocking thread, the event stream). [`auth`] hands s3s the users;
+//! [`tls`] reads the certificates of HTTPS.
 
 pub mod auth;
 pub mod config;
@@ -12,6 +13,7 @@ pub mod metrics;
 pub mod select;
 pub mod server;
 pub mod store;
+pub mod tls;
 pub mod upstream;
 
 pub use config::{GatewayConfig, User};

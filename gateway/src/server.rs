@@ -1,5 +1,6 @@
-//! The HTTP side: s3s's service on hyper, `/health` and `/metrics`, one access-log line and
-//! one metrics count per request, and graceful shutdown.
+//! The HTTP side: s3s's service on hyper (over TLS when the gateway has a certificate),
+//! `/health` and `/metrics`, one access-log line and one metrics count per request, and
+//! graceful shutdown.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -286,14 +287,21 @@ pub async fn bind(config: &GatewayConfig) -> Result<TcpListener, ServeError> {
         })
 }
 
+/// How long a client may take to complete the TLS handshake before its connection is
+/// dropped, so that silent sockets do not pile up.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serves until `shutdown` completes, then stops accepting and waits for the requests in
-/// flight (including streaming selects) to finish.
+/// flight (including streaming selects) to finish. With `tls`, every connection is a TLS
+/// one; a failed handshake is logged and closes only that connection.
 pub async fn serve(
     listener: TcpListener,
     service: Service,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let conn_builder = ConnBuilder::new(TokioExecutor::new());
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -314,11 +322,36 @@ pub async fn serve(
             service: service.clone(),
             peer,
         };
-        let conn = conn_builder.serve_connection(TokioIo::new(socket), connection);
-        let conn = graceful.watch(conn.into_owned());
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let (conn_builder, watcher) = (conn_builder.clone(), graceful.watcher());
+        match &acceptor {
+            None => {
+                let conn = conn_builder.serve_connection(TokioIo::new(socket), connection);
+                let conn = watcher.watch(conn.into_owned());
+                tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+            }
+            Some(acceptor) => {
+                let handshake = acceptor.accept(socket);
+                tokio::spawn(async move {
+                    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+                        Ok(Ok(stream)) => stream,
+                        Ok(Err(e)) => {
+                            tracing::warn!("TLS handshake with {peer} failed: {e}");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::warn!(
+                                "TLS handshake with {peer}: no answer within {HANDSHAKE_TIMEOUT:?}"
+                            );
+                            return;
+                        }
+                    };
+                    let conn = conn_builder.serve_connection(TokioIo::new(stream), connection);
+                    let _ = watcher.watch(conn.into_owned()).await;
+                });
+            }
+        }
     }
     drop(listener);
     graceful.shutdown().await;

@@ -42,6 +42,9 @@ pub struct UpstreamConfig {
     /// How long the upstream may stay silent: to connect, to answer, and between two
     /// pieces of a body.
     pub timeout: Duration,
+    /// PEM certificates of the authorities an https:// upstream is checked against instead
+    /// of the system's (`--ca-file`).
+    pub ca_bundle: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for UpstreamConfig {
@@ -52,6 +55,7 @@ impl std::fmt::Debug for UpstreamConfig {
             .field("access_key", &self.access_key)
             .field("region", &self.region)
             .field("timeout", &self.timeout)
+            .field("ca_bundle", &self.ca_bundle.as_ref().map(|_| "(PEM)"))
             .finish_non_exhaustive()
     }
 }
@@ -60,7 +64,11 @@ impl std::fmt::Debug for UpstreamConfig {
 /// wildcard DNS), and checksums only where S3 requires them, because stores such as Ceph
 /// RGW 18 do not all accept the SDK's newer default trailing checksums.
 pub fn upstream_client(config: &UpstreamConfig) -> Client {
-    let sdk = aws_sdk_s3::Config::builder()
+    let mut sdk = aws_sdk_s3::Config::builder();
+    if let Some(pem) = &config.ca_bundle {
+        sdk = sdk.http_client(http_client_trusting(pem));
+    }
+    let sdk = sdk
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new(config.region.clone()))
         .endpoint_url(&config.endpoint)
@@ -89,6 +97,25 @@ pub fn upstream_client(config: &UpstreamConfig) -> Client {
         .retry_config(RetryConfig::standard().with_max_attempts(2))
         .build();
     Client::from_conf(sdk)
+}
+
+/// The SDK's own HTTPS client, trusting only the authorities in `pem` (already checked to
+/// hold certificates by [`crate::tls::read_ca_bundle`]).
+fn http_client_trusting(pem: &[u8]) -> aws_sdk_s3::config::SharedHttpClient {
+    use aws_smithy_http_client::tls::{
+        rustls_provider::CryptoMode, Provider, TlsContext, TrustStore,
+    };
+    let trust = TrustStore::empty()
+        .with_native_roots(false)
+        .with_pem_certificate(pem.to_vec());
+    let context = TlsContext::builder()
+        .with_trust_store(trust)
+        .build()
+        .expect("only additional server names can fail a context, and none is added");
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+        .tls_context(context)
+        .build_https()
 }
 
 /// The gateway's `S3` implementation in front of an upstream store.

@@ -25,6 +25,8 @@ pub struct Gateway {
     pub child: Child,
     pub addr: String,
     pub data: PathBuf,
+    /// `http`, or `https` when started with a certificate.
+    pub scheme: &'static str,
 }
 
 impl Gateway {
@@ -108,16 +110,24 @@ impl Gateway {
         BufReader::new(stdout)
             .read_line(&mut line)
             .expect("startup line");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on http://")
-            .unwrap_or_else(|| panic!("unexpected startup line {line:?}"))
-            .to_string();
-        Gateway { child, addr, data }
+        let line = line.trim();
+        let (scheme, addr) = [
+            ("http", "listening on http://"),
+            ("https", "listening on https://"),
+        ]
+        .into_iter()
+        .find_map(|(scheme, prefix)| Some((scheme, line.strip_prefix(prefix)?)))
+        .unwrap_or_else(|| panic!("unexpected startup line {line:?}"));
+        Gateway {
+            child,
+            addr: addr.to_string(),
+            data,
+            scheme,
+        }
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     pub fn client_with(&self, access: &str, secret: &str) -> Client {
@@ -146,6 +156,51 @@ pub fn client_for(endpoint: &str, access: &str, secret: &str) -> Client {
         .force_path_style(true)
         .credentials_provider(Credentials::new(access, secret, None, None, "test"))
         .http_client(aws_smithy_http_client::Builder::new().build_http())
+        .build();
+    Client::from_conf(config)
+}
+
+/// A file of the test PKI (tests/fixtures/tls: a CA, `server` for localhost and 127.0.0.1,
+/// `wrong-name` for another host).
+pub fn pki(name: &str) -> String {
+    format!("{}/tests/fixtures/tls/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The gateway flags of HTTPS with the test PKI's certificate `name`.
+pub fn tls_flags(name: &str) -> [String; 4] {
+    [
+        "--tls-cert".into(),
+        pki(&format!("{name}.pem")),
+        "--tls-key".into(),
+        pki(&format!("{name}.key")),
+    ]
+}
+
+/// An SDK client for an https:// endpoint that trusts only the test CA.
+pub fn client_trusting_test_ca(endpoint: &str) -> Client {
+    use aws_smithy_http_client::tls::{
+        rustls_provider::CryptoMode, Provider, TlsContext, TrustStore,
+    };
+    let pem = std::fs::read(pki("ca.pem")).expect("test CA");
+    let trust = TrustStore::empty()
+        .with_native_roots(false)
+        .with_pem_certificate(pem);
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+        .tls_context(
+            TlsContext::builder()
+                .with_trust_store(trust)
+                .build()
+                .expect("TLS context"),
+        )
+        .build_https();
+    let config = aws_sdk_s3::Config::builder()
+        .behavior_version_latest()
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+        .credentials_provider(Credentials::new(ACCESS, SECRET, None, None, "test"))
+        .http_client(http)
         .build();
     Client::from_conf(config)
 }

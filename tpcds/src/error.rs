@@ -65,7 +65,7 @@ impl Error {
     ) -> Error
     where
         E: aws_sdk_s3::error::ProvideErrorMetadata + std::error::Error + 'static,
-        R: std::fmt::Debug,
+        R: std::fmt::Debug + 'static,
     {
         use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
         let (message, transient) = match &error {
@@ -77,6 +77,10 @@ impl Error {
             }
             // Built wrong on this side: sending it again builds it wrong again.
             SdkError::ConstructionFailure(_) => (DisplayErrorContext(&error).to_string(), false),
+            // A certificate refused now is refused on every retry.
+            other if crate::tls::is_refusal(other) => {
+                (DisplayErrorContext(other).to_string(), false)
+            }
             // Refused or reset connections, timeouts, answers cut short.
             other => (DisplayErrorContext(other).to_string(), true),
         };

@@ -15,6 +15,7 @@ pub mod report;
 pub mod run;
 pub mod s3;
 pub mod scan;
+pub mod tls;
 
 /// The data (generator, schema, parts, Parquet), from the crate that builds without
 /// DataFusion and the AWS SDK.

@@ -1,9 +1,10 @@
-//! The client's HTTP transport: hyper over plain TCP, with every byte the client receives
-//! counted on the socket and, when a link rate is set, paced to that rate.
+//! The client's HTTP transport: hyper over TCP (and TLS for https:// endpoints, see
+//! [`crate::tls`]), with every byte the client receives counted on the socket and, when a
+//! link rate is set, paced to that rate.
 //!
 //! Counting on the socket rather than on response bodies is what makes the benchmark's
-//! "bytes received" honest: status lines, headers, S3 Select's event-stream framing and
-//! retries are all in it, as they would be on a storage network's wire.
+//! "bytes received" honest: status lines, headers, S3 Select's event-stream framing,
+//! retries and TLS records are all in it, as they would be on a storage network's wire.
 //!
 //! Pacing emulates a storage network on one machine. All connections of one [`Link`] share
 //! one token bucket, as all of a client's connections share one NIC: a read that leaves the
@@ -176,8 +177,55 @@ impl AsyncWrite for MeteredTcp {
     }
 }
 
-/// What hyper's client pool holds: the metered stream behind hyper's I/O traits.
-struct Conn(TokioIo<MeteredTcp>);
+/// A connection's byte stream: the metered socket, under TLS for https:// endpoints (so
+/// the link counts and paces the encrypted bytes, as a NIC would).
+enum Stream {
+    Plain(MeteredTcp),
+    Tls(Box<tokio_rustls::client::TlsStream<MeteredTcp>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// What hyper's client pool holds: the stream behind hyper's I/O traits.
+struct Conn(TokioIo<Stream>);
 
 impl Connection for Conn {
     fn connected(&self) -> Connected {
@@ -213,11 +261,11 @@ impl hyper::rt::Write for Conn {
     }
 }
 
-/// Opens plain-TCP connections for hyper. TLS is out of scope: Sift's benchmark client talks
-/// to a gateway on the storage network (put a TLS-terminating proxy in front otherwise).
+/// Opens connections for hyper: TCP, then TLS for https:// URIs.
 #[derive(Clone)]
 struct Connector {
     link: Arc<Link>,
+    tls: tokio_rustls::TlsConnector,
 }
 
 impl tower_service::Service<Uri> for Connector {
@@ -230,25 +278,31 @@ impl tower_service::Service<Uri> for Connector {
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let link = Arc::clone(&self.link);
+        let (link, tls) = (Arc::clone(&self.link), self.tls.clone());
         Box::pin(async move {
-            if uri.scheme_str() == Some("https") {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "https endpoints are not supported by the benchmark client; use http://",
-                ));
-            }
+            let https = uri.scheme_str() == Some("https");
             let host = uri
                 .host()
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "URI without host"))?;
             let host = host.trim_start_matches('[').trim_end_matches(']');
-            let tcp = TcpStream::connect((host, uri.port_u16().unwrap_or(80))).await?;
+            let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+            let tcp = TcpStream::connect((host, port)).await?;
             tcp.set_nodelay(true)?;
-            Ok(Conn(TokioIo::new(MeteredTcp {
+            let metered = MeteredTcp {
                 tcp,
                 link,
                 sleep: None,
-            })))
+            };
+            if !https {
+                return Ok(Conn(TokioIo::new(Stream::Plain(metered))));
+            }
+            let name = rustls::pki_types::ServerName::try_from(host.to_string())
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let stream = tls
+                .connect(name, metered)
+                .await
+                .map_err(|e| crate::tls::handshake_error(&format!("{host}:{port}"), e))?;
+            Ok(Conn(TokioIo::new(Stream::Tls(Box::new(stream)))))
         })
     }
 }
@@ -284,11 +338,16 @@ impl HttpConnector for Transport {
     }
 }
 
-/// An HTTP client for the AWS SDK whose connections all go through `link`.
-pub fn http_client(link: Arc<Link>) -> SharedHttpClient {
+/// An HTTP client for the AWS SDK whose connections all go through `link`, checking
+/// https:// servers with `tls`.
+pub fn http_client(link: Arc<Link>, tls: Arc<rustls::ClientConfig>) -> SharedHttpClient {
+    let connector = Connector {
+        link,
+        tls: tokio_rustls::TlsConnector::from(tls),
+    };
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(60))
-        .build(Connector { link });
+        .build(connector);
     let transport = SharedHttpConnector::new(Transport { client });
     http_client_fn(move |_settings, _components| transport.clone())
 }

@@ -11,10 +11,12 @@ use aws_config::retry::RetryConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_s3::config::Credentials;
 use aws_sdk_s3::Client;
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use clap::Args;
 
 use crate::net::{self, Link};
 use crate::scan::Location;
+use crate::tls::{self, CaBundle};
 
 /// Where the objects live and how to sign requests (shared by `load` and `run`).
 #[derive(Args, Debug, Clone)]
@@ -39,7 +41,8 @@ pub struct EndpointArgs {
     pub virtual_hosted: bool,
 }
 
-/// How a process signs its requests: shared by `load`, `run` and `executor`.
+/// How a process signs its requests and which servers it trusts: shared by `load`, `run`
+/// and `executor`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct Signing {
     /// Access key (with --secret-key); without either, the rest of the AWS credential
@@ -70,6 +73,10 @@ pub struct Signing {
     /// Region (default: the profile's; us-east-1 if none is set).
     #[arg(long, env = "AWS_REGION")]
     pub region: Option<String>,
+    /// Certificate authorities (PEM) that https:// endpoints are checked against, instead of
+    /// the system's.
+    #[arg(long, env = "AWS_CA_BUNDLE", value_parser = CaBundle::read)]
+    pub ca_file: Option<CaBundle>,
 }
 
 impl Signing {
@@ -80,6 +87,7 @@ impl Signing {
             secret_key: Some(secret.into()),
             session_token: None,
             region: Some(region.into()),
+            ca_file: None,
         }
     }
 
@@ -99,7 +107,8 @@ impl Signing {
 
     /// What every client of this process shares, through `link`.
     pub async fn shared_config(&self, link: Arc<Link>) -> SdkConfig {
-        shared_config(self.credentials(), self.region.clone(), link).await
+        let http = net::http_client(link, tls::client_config(self.ca_file.as_ref()));
+        shared_config(self.credentials(), self.region.clone(), http).await
     }
 }
 
@@ -118,17 +127,20 @@ impl EndpointArgs {
     }
 }
 
-/// An endpoint URL as `--endpoint` takes it: `http://`, a host, an optional port and path;
-/// a trailing `/` is dropped. (The client's transport speaks plain HTTP only, `crate::net`.)
+/// An endpoint URL as `--endpoint` takes it: `http://` or `https://`, a host, an optional
+/// port and path; a trailing `/` is dropped.
 pub fn parse_endpoint(text: &str) -> Result<String, String> {
     let text = text.trim();
     let uri: hyper::Uri = text
         .parse()
         .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
     match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => return Err(format!("{text:?}: https is not supported yet; use http://")),
-        _ => return Err(format!("{text:?}: expected http://HOST[:PORT]")),
+        Some("http" | "https") => {}
+        _ => {
+            return Err(format!(
+                "{text:?}: expected http://HOST[:PORT] or https://…"
+            ))
+        }
     }
     if uri.host().is_none_or(str::is_empty) {
         return Err(format!("{text:?}: no host"));
@@ -153,14 +165,13 @@ pub async fn client(args: &EndpointArgs, link: Arc<Link>) -> Client {
 }
 
 /// What every client of a process shares: credentials (`None`: the AWS chain), region and
-/// the HTTP client through `link`.
+/// the HTTP client.
 async fn shared_config(
     credentials: Option<Credentials>,
     region: Option<String>,
-    link: Arc<Link>,
+    http: SharedHttpClient,
 ) -> SdkConfig {
-    let mut loader =
-        aws_config::defaults(BehaviorVersion::latest()).http_client(net::http_client(link));
+    let mut loader = aws_config::defaults(BehaviorVersion::latest()).http_client(http);
     if let Some(region) = region {
         loader = loader.region(Region::new(region));
     }
@@ -223,10 +234,11 @@ mod tests {
             Ok("http://10.0.0.1:9000")
         );
         assert!(parse_endpoint("http://[::1]:9000").is_ok());
+        assert!(parse_endpoint("https://gw1.example").is_ok());
         for bad in [
             "10.0.0.1:9000",
             "ftp://h:1",
-            "https://h",
+            "https://",
             "http://",
             "http://h:port",
             "",
