@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use indicatif::MultiProgress;
-use sift_tpcds::cluster::process::{self, ExecutorOptions};
+use sift_tpcds::cluster::process::{self, ExecutorOptions, SchedulerOptions};
 use sift_tpcds::cluster::SchedulerUrl;
 use sift_tpcds::data::Slice;
 use sift_tpcds::error::{Error, Result};
@@ -41,6 +41,11 @@ pub struct SchedulerArgs {
     /// Address to listen on (gRPC and Ballista's REST API).
     #[arg(long, default_value = "127.0.0.1:50050")]
     pub bind: SocketAddr,
+    /// Seconds without a heartbeat after which an executor is lost and its tasks run on
+    /// others; keep it two or three of the executors' --heartbeat-interval [default:
+    /// Ballista's, 180]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub executor_timeout: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -61,6 +66,9 @@ pub struct ExecutorArgs {
     /// Tasks at once [default: the number of cores]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub slots: Option<u64>,
+    /// Seconds between heartbeats to the scheduler [default: Ballista's, 60]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat_interval: Option<u64>,
     #[command(flatten)]
     pub signing: Signing,
 }
@@ -250,7 +258,11 @@ pub fn run(command: TpcdsCommand) -> ExitCode {
                         ..Signing::default()
                     };
                     let shared = signing.shared_config(Link::unlimited()).await;
-                    process::scheduler(args.bind, shared).await
+                    let options = SchedulerOptions {
+                        bind: args.bind,
+                        executor_timeout: args.executor_timeout,
+                    };
+                    process::scheduler(options, shared).await
                 }
                 TpcdsCommand::Executor(args) => {
                     log_to_stderr();
@@ -261,6 +273,7 @@ pub fn run(command: TpcdsCommand) -> ExitCode {
                         memory_limit: args.memory_limit,
                         work_dir: args.work_dir,
                         slots: args.slots.map(|n| n as usize),
+                        heartbeat_interval: args.heartbeat_interval,
                     };
                     process::executor(options, shared).await
                 }

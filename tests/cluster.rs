@@ -63,40 +63,59 @@ fn spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
 /// A scheduler and two executors; the executors sign with the test user's keys, from the
 /// environment as a deployment would give them.
 fn cluster() -> (String, Vec<Running>) {
+    cluster_with(&[], &[], 2)
+}
+
+/// A scheduler started with `scheduler_flags` besides the usual ones, and `executors` of
+/// [`executor`] started with `executor_flags`.
+fn cluster_with(
+    scheduler_flags: &[&str],
+    executor_flags: &[&str],
+    executors: usize,
+) -> (String, Vec<Running>) {
     let port = free_port_pair();
     let bind = format!("127.0.0.1:{port}");
-    let mut scheduler = spawn(&["tpcds", "scheduler", "--bind", &bind], &[]);
+    let mut args = vec!["tpcds", "scheduler", "--bind", &bind];
+    args.extend(scheduler_flags);
+    let mut scheduler = spawn(&args, &[]);
     wait_for_port(port, "the scheduler", &mut scheduler);
     let url = format!("df://{bind}");
     let mut running = vec![Running(scheduler)];
-    for _ in 0..2 {
-        let port = free_port_pair();
-        let bind = format!("127.0.0.1:{port}");
-        let work = temp_dir("sift-executor");
-        let work = work.display().to_string();
-        let mut executor = spawn(
-            &[
-                "tpcds",
-                "executor",
-                "--scheduler",
-                &url,
-                "--bind",
-                &bind,
-                "--slots",
-                "2",
-                "--work-dir",
-                &work,
-            ],
-            &[
-                ("AWS_ACCESS_KEY_ID", ACCESS),
-                ("AWS_SECRET_ACCESS_KEY", SECRET),
-                ("AWS_REGION", "us-east-1"),
-            ],
-        );
-        wait_for_port(port, "an executor", &mut executor);
-        running.push(Running(executor));
+    for _ in 0..executors {
+        running.push(executor(&url, executor_flags));
     }
     (url, running)
+}
+
+/// An executor of the scheduler at `url` with two slots, started with `flags` besides.
+fn executor(url: &str, flags: &[&str]) -> Running {
+    let port = free_port_pair();
+    let bind = format!("127.0.0.1:{port}");
+    let work = temp_dir("sift-executor");
+    let work = work.display().to_string();
+    let mut args = vec![
+        "tpcds",
+        "executor",
+        "--scheduler",
+        url,
+        "--bind",
+        &bind,
+        "--slots",
+        "2",
+        "--work-dir",
+        &work,
+    ];
+    args.extend(flags);
+    let mut executor = spawn(
+        &args,
+        &[
+            ("AWS_ACCESS_KEY_ID", ACCESS),
+            ("AWS_SECRET_ACCESS_KEY", SECRET),
+            ("AWS_REGION", "us-east-1"),
+        ],
+    );
+    wait_for_port(port, "an executor", &mut executor);
+    Running(executor)
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -116,6 +135,23 @@ fn sorted_rows(dir: &Path) -> BTreeMap<String, Vec<String>> {
             (name, lines)
         })
         .collect()
+}
+
+/// The statements a stage plan's scans sent: its `sql: …=N` metrics' names.
+fn sent_statements(plan: &str) -> std::collections::BTreeSet<String> {
+    let mut sent = std::collections::BTreeSet::new();
+    for (start, _) in plan.match_indices("sql: ") {
+        let rest = &plan[start + "sql: ".len()..];
+        // The metric's value follows its name: `=`, digits, then `,` or `]`.
+        let end = rest.match_indices('=').map(|(i, _)| i).find(|&i| {
+            let digits = rest[i + 1..].bytes().take_while(u8::is_ascii_digit).count();
+            digits > 0 && matches!(rest.as_bytes().get(i + 1 + digits), Some(b',' | b']'))
+        });
+        if let Some(end) = end {
+            sent.insert(rest[..end].to_string());
+        }
+    }
+    sent
 }
 
 #[test]
@@ -216,15 +252,187 @@ fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
     // Joins fill their run-time filters within a stage on the executors: dynamic mode cuts
     // bytes on the cluster too.
     assert!(received("dynamic") < received("pushdown"), "{summary}");
-    // The plans are the stages the executors ran, with their scans' metrics.
-    let plan = std::fs::read_to_string(distributed.join("plans/pushdown/q7.txt")).unwrap();
+    // The plans are the stages the executors ran, with their scans' metrics and the
+    // statements their selects carried; in dynamic mode some carry run-time filters that
+    // the pushdown statements do not.
+    let plan = |mode: &str, query: &str| {
+        std::fs::read_to_string(
+            distributed
+                .join("plans")
+                .join(mode)
+                .join(format!("{query}.txt")),
+        )
+        .unwrap_or_default()
+    };
+    let q7 = plan("pushdown", "q7");
     assert!(
-        plan.contains("Stage ") && plan.contains("bytes_received="),
-        "{plan}"
+        q7.contains("Stage ") && q7.contains("bytes_received=") && q7.contains("sql: SELECT"),
+        "{q7}"
+    );
+    let queries: Vec<String> = std::fs::read_dir(distributed.join("plans/dynamic"))
+        .expect("dynamic plans")
+        .map(|e| {
+            e.expect("entry")
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let filtered = queries
+        .iter()
+        .filter(|q| {
+            !sent_statements(&plan("dynamic", q)).is_subset(&sent_statements(&plan("pushdown", q)))
+        })
+        .count();
+    assert!(
+        filtered > 0,
+        "no dynamic-mode statement differs from pushdown's"
     );
     for dir in [local, distributed] {
         std::fs::remove_dir_all(dir).ok();
     }
+}
+
+/// An executor killed mid-query: the run starts on one executor, a second one joins, and
+/// the first is killed with the statement it was running unfinished. Ballista notices (its
+/// heartbeats stop; here every 2 s, lost after 6 s) and runs the lost tasks on the other.
+/// Every statement then either gives the single-process rows or is reported failed with
+/// Ballista's error; none gives other rows, and the run goes on to its end.
+#[test]
+fn an_executor_killed_mid_run_costs_time_or_a_reported_failure_never_rows() {
+    const QUERIES: &str = "3,7,13,19,25,26,42,43,52,55,96";
+    let gateway = Gateway::start(&[]);
+    let endpoint = gateway.endpoint();
+    let endpoint_args = [
+        "--endpoint",
+        &endpoint,
+        "--bucket",
+        "bench",
+        "--access-key",
+        ACCESS,
+        "--secret-key",
+        SECRET,
+        "--region",
+        "us-east-1",
+    ];
+    let mut load = vec!["tpcds", "load", "--sf", SF];
+    load.extend(endpoint_args);
+    check(&sift(&load), "load");
+    let run_args = |out: &Path, scheduler: Option<&str>| -> Vec<String> {
+        let out = out.display().to_string();
+        let mut args = vec![
+            "tpcds",
+            "run",
+            "--sf",
+            SF,
+            "--mode",
+            "fetch",
+            "--queries",
+            QUERIES,
+        ];
+        args.extend(["--out", &out]);
+        args.extend(endpoint_args);
+        if let Some(url) = scheduler {
+            args.extend(["--scheduler", url]);
+        }
+        args.iter().map(|s| s.to_string()).collect()
+    };
+    let local = temp_dir("sift-cluster-kill-local");
+    check(
+        &sift(
+            &run_args(&local, None)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        ),
+        "single-process run",
+    );
+    let expected = sorted_rows(&local.join("rows").join("fetch"));
+
+    let heartbeat = ["--heartbeat-interval", "2"];
+    let (url, mut cluster) = cluster_with(&["--executor-timeout", "6"], &heartbeat, 1);
+    let out = temp_dir("sift-cluster-kill");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(run_args(&out, Some(&url)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sift runs");
+    let rows = out.join("rows").join("fetch");
+    let started = Instant::now();
+    while std::fs::read_dir(&rows).map_or(0, |d| d.count()) < 2 {
+        assert!(
+            run.try_wait().expect("wait").is_none(),
+            "the run ended early"
+        );
+        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cluster.push(executor(&url, &heartbeat));
+    let done_before = std::fs::read_dir(&rows).map_or(0, |d| d.count());
+    let victim = cluster.remove(1);
+    drop(victim);
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let status = loop {
+        if let Some(status) = run.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = run.kill();
+            panic!("the run did not end within 10 minutes of losing an executor");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = run.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    assert!(status.success(), "{status}\n{stderr}");
+
+    let got = sorted_rows(&rows);
+    assert_eq!(got.len(), expected.len(), "every statement has a rows file");
+    let mut failed = Vec::new();
+    for (statement, rows) in &expected {
+        let got = &got[statement];
+        if got.len() == 1 && got[0].starts_with("ERROR:") {
+            failed.push(format!("{statement}: {}", got[0]));
+        } else {
+            assert_eq!(
+                rows, got,
+                "{statement}: other rows than the single process's"
+            );
+        }
+    }
+    // At most the statements running when the executor died may fail; the later ones run
+    // on the executor left.
+    assert!(
+        failed.len() <= 2 && expected.len() - done_before > failed.len(),
+        "{failed:?}"
+    );
+    let results = json(&out.join("results.json"));
+    for result in results.as_array().expect("results") {
+        let ok = result["error"].is_null();
+        let query = result["query"].as_str().unwrap_or("?");
+        let listed = failed
+            .iter()
+            .any(|f| f.starts_with(&format!("{query}.")) || f.starts_with(&format!("{query}_")));
+        assert!(ok != listed, "results.json agrees with the rows: {result}");
+    }
+    let seconds: Vec<String> = results
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            format!(
+                "{} {:.1}s",
+                r["query"].as_str().unwrap_or("?"),
+                r["seconds"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect();
+    eprintln!("statements failed by the lost executor: {failed:?}; killed after {done_before}; {seconds:?}");
 }
 
 #[test]
@@ -310,8 +518,17 @@ fn cluster_flags_are_checked_before_anything_starts() {
             "--endpoint",
         ),
         (
-            vec!["tpcds", "run", "--endpoint", "https://a:1", "--bucket", "b"],
-            "--endpoint",
+            vec![
+                "tpcds",
+                "run",
+                "--endpoint",
+                "https://a:1",
+                "--bucket",
+                "b",
+                "--ca-file",
+                "/nonexistent/ca.pem",
+            ],
+            "--ca-file",
         ),
     ] {
         let output = sift(&args);

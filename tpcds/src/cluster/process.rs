@@ -15,10 +15,21 @@ use crate::cluster::engine::SiftEngine;
 use crate::cluster::{SchedulerUrl, SiftCodec};
 use crate::error::{Error, Result};
 
-/// Runs a scheduler listening on `bind` until the process ends.
-pub async fn scheduler(bind: SocketAddr, shared: SdkConfig) -> Result<()> {
+/// What a scheduler is told on its command line.
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    /// gRPC and the REST API.
+    pub bind: SocketAddr,
+    /// Seconds without a heartbeat after which an executor counts as lost and its tasks run
+    /// elsewhere (default: Ballista's, 180).
+    pub executor_timeout: Option<u64>,
+}
+
+/// Runs a scheduler until the process ends.
+pub async fn scheduler(options: SchedulerOptions, shared: SdkConfig) -> Result<()> {
+    let bind = options.bind;
     let codec = Arc::new(SiftCodec::new(shared));
-    let config = SchedulerConfig {
+    let mut config = SchedulerConfig {
         bind_host: bind.ip().to_string(),
         bind_port: bind.port(),
         external_host: bind.ip().to_string(),
@@ -26,6 +37,13 @@ pub async fn scheduler(bind: SocketAddr, shared: SdkConfig) -> Result<()> {
         override_physical_codec: Some(codec as _),
         ..SchedulerConfig::default()
     };
+    if let Some(timeout) = options.executor_timeout {
+        config.executor_timeout_seconds = timeout;
+        // Look for lost executors a few times per timeout, not only every 15 s.
+        config.expire_dead_executor_interval_seconds = config
+            .expire_dead_executor_interval_seconds
+            .min((timeout / 4).max(1));
+    }
     let cluster = BallistaCluster::new_from_config(&config)
         .await
         .map_err(|e| Error::Invalid(format!("scheduler: {e}")))?;
@@ -46,6 +64,8 @@ pub struct ExecutorOptions {
     pub work_dir: Option<PathBuf>,
     /// Tasks at once (default: the cores).
     pub slots: Option<usize>,
+    /// Seconds between its heartbeats to the scheduler (default: Ballista's, 60).
+    pub heartbeat_interval: Option<u64>,
 }
 
 /// Runs an executor of the scheduler's until the process ends or the scheduler stops it.
@@ -78,6 +98,9 @@ pub async fn executor(options: ExecutorOptions, shared: SdkConfig) -> Result<()>
     };
     if let Some(slots) = options.slots {
         config.vcores = slots.max(1);
+    }
+    if let Some(seconds) = options.heartbeat_interval {
+        config.executor_heartbeat_interval_seconds = seconds.max(1);
     }
     start_executor_process(Arc::new(config))
         .await

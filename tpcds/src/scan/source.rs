@@ -72,10 +72,21 @@ pub(crate) struct ScanSource {
     /// The filters DataFusion planned the scan with (what `filters` was made from).
     pub(super) logical_filters: Vec<Expr>,
     pub(super) metrics: ExecutionPlanMetricsSet,
-    /// Whether the statement sent is recorded as a (custom) metric: not in a Ballista
-    /// executor, which sends metrics to its scheduler as protobuf and drops a plan's whole
-    /// metric set over a custom one.
-    pub(super) sql_metric: bool,
+    /// How the statement sent shows in the plan's metrics.
+    pub(super) sql_metric: SqlMetric,
+}
+
+/// How a scan shows the statement its selects carried among the plan's metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SqlMetric {
+    /// A custom metric, `sql=SELECT …` (one process).
+    Custom,
+    /// A count named `sql: SELECT …`, of the partitions that sent it. A Ballista executor
+    /// sends its metrics to the scheduler as protobuf, which carries only DataFusion's
+    /// built-in kinds and drops a task's whole metric set over one custom metric; a count's
+    /// name is free text, so the statement (with the run-time filters the executor filled
+    /// in) still reaches the stage plans.
+    NamedCount,
 }
 
 /// One partition's requests: the one "file" of its file group.
@@ -358,7 +369,7 @@ impl FileOpener for ScanOpener {
             metrics: ScanMetrics::new(
                 &source.metrics,
                 self.partition,
-                source.sql_metric && source.mode != Mode::Fetch,
+                (source.mode != Mode::Fetch).then_some(source.sql_metric),
                 source.table.store.endpoints().len(),
             ),
         };
@@ -396,7 +407,8 @@ impl FileOpener for ScanOpener {
 
 /// One partition's counters, in the plan's metrics: object bytes the store read
 /// (`bytes_scanned`), response bytes (`bytes_received`), requests, requests sent again after
-/// a transient failure (`retries`), and the statement sent (`sql`, for a scan that selects).
+/// a transient failure (`retries`), and the statement sent (for a scan that selects; see
+/// [`SqlMetric`]).
 /// A store with several endpoints also counts each endpoint's answers and their bytes, as
 /// `requests_at_N` and `bytes_received_at_N` for the Nth endpoint (from 0, in the order
 /// given): a metric's name is all that reaches the plan text, labels are merged away.
@@ -408,25 +420,36 @@ pub(super) struct ScanMetrics {
     retries: Count,
     /// Requests and bytes received per endpoint, when there are several.
     per_endpoint: Arc<[(Count, Count)]>,
-    sql: Option<Arc<SentSql>>,
+    sql: Option<SqlSink>,
+}
+
+/// Where [`ScanMetrics::sent`] records the statement.
+#[derive(Debug, Clone)]
+enum SqlSink {
+    Custom(Arc<SentSql>),
+    /// The set and partition to add a count named after the statement to.
+    NamedCount(ExecutionPlanMetricsSet, usize),
 }
 
 impl ScanMetrics {
     fn new(
         set: &ExecutionPlanMetricsSet,
         partition: usize,
-        record_sql: bool,
+        sql: Option<SqlMetric>,
         endpoints: usize,
     ) -> ScanMetrics {
-        let sql = record_sql.then(|| {
-            let sql = Arc::new(SentSql::default());
-            MetricBuilder::new(set)
-                .with_partition(partition)
-                .build(MetricValue::Custom {
-                    name: "sql".into(),
-                    value: Arc::clone(&sql) as Arc<dyn CustomMetricValue>,
-                });
-            sql
+        let sql = sql.map(|kind| match kind {
+            SqlMetric::Custom => {
+                let sql = Arc::new(SentSql::default());
+                MetricBuilder::new(set)
+                    .with_partition(partition)
+                    .build(MetricValue::Custom {
+                        name: "sql".into(),
+                        value: Arc::clone(&sql) as Arc<dyn CustomMetricValue>,
+                    });
+                SqlSink::Custom(sql)
+            }
+            SqlMetric::NamedCount => SqlSink::NamedCount(set.clone(), partition),
         });
         let per_endpoint = match endpoints {
             0 | 1 => Vec::new(),
@@ -465,8 +488,12 @@ impl ScanMetrics {
 
     /// Records the statement the partition's selects carry.
     pub(super) fn sent(&self, sql: &str) {
-        if let Some(sent) = &self.sql {
-            sent.set(sql);
+        match &self.sql {
+            Some(SqlSink::Custom(sent)) => sent.set(sql),
+            Some(SqlSink::NamedCount(set, partition)) => MetricBuilder::new(set)
+                .counter(format!("sql: {sql}"), *partition)
+                .add(1),
+            None => {}
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::layout::Format;
 use crate::pushdown::Pred;
 use crate::scan::filter::{lower, naming, ClientFilter, ScanFilters};
 use crate::scan::request::Request;
-use crate::scan::source::{ScanSource, ScanUnit};
+use crate::scan::source::{ScanSource, ScanUnit, SqlMetric};
 use crate::scan::{Mode, Store, StoreSpec};
 use crate::schema::{arrow_schema, key_domain, table_schema, TableSchema};
 
@@ -272,7 +272,7 @@ impl ScanSource {
             },
             logical_filters: filters,
             metrics: ExecutionPlanMetricsSet::new(),
-            sql_metric: true,
+            sql_metric: SqlMetric::Custom,
         })
     }
 
@@ -318,7 +318,7 @@ impl ScanSource {
             .collect::<DfResult<_>>()?;
         let source = ScanSource::new(def, state, wire.mode, wire.projection, filters, preds)?;
         let source = ScanSource {
-            sql_metric: false,
+            sql_metric: SqlMetric::NamedCount,
             ..source
         };
         Ok(source.into_plan_of_units(wire.partitions.into_iter().map(ScanUnit::from).collect()))
