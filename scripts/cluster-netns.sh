@@ -28,7 +28,9 @@
 # SIFT_NETNS_RATE sets each link's rate (default 1gbit), SIFT_NETNS_QUERIES the queries
 # (default all), SIFT_NETNS_SF the scale (default 0.01), SIFT_NETNS_EXECUTORS the executor
 # hosts (1 or 2, default 2); SIFT_NETNS_KEEP=DIR keeps both runs there (the benchmark in
-# docs/BENCHMARKS.md). The runs' files are kept when it fails.
+# docs/BENCHMARKS.md), SIFT_NETNS_STORE=DIR keeps the store's data there (a later run loads
+# nothing), SIFT_NETNS_REFERENCE=DIR takes a kept single-process run as the reference
+# instead of running it again. The runs' files are kept when it fails.
 set -euo pipefail
 
 sift="$(realpath "${SIFT_BIN:-target/debug/sift}")"
@@ -147,7 +149,7 @@ wait_port() {
 
 gateway_keys=(--access-key "$key" --secret-key "$secret")
 # shellcheck disable=SC2046 # tls's words are flags
-start store store gateway --listen "$(addr store):9000" --data-dir "$work/store" \
+start store store gateway --listen "$(addr store):9000" --data-dir "${SIFT_NETNS_STORE:-$work/store}" \
     "${gateway_keys[@]}" $(tls store)
 wait_port sched "$(addr store)" 9000 "the store"
 for gw in gw1 gw2; do
@@ -176,8 +178,12 @@ gw2="https://$(addr gw2):9000"
 on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket tpcds >"$work/load.log" 2>&1 ||
     fail "load through gw1"
 common=(--sf $sf --bucket tpcds --mode all --queries "${SIFT_NETNS_QUERIES:-all}")
-on_sched tpcds run "${common[@]}" --endpoint "https://$(addr store):9000" --out "$work/local" \
-    >"$work/local.log" 2>&1 || fail "the single-process run"
+if [[ -n ${SIFT_NETNS_REFERENCE:-} ]]; then
+    cp -r "$SIFT_NETNS_REFERENCE" "$work/local" || fail "no reference run in $SIFT_NETNS_REFERENCE"
+else
+    on_sched tpcds run "${common[@]}" --endpoint "https://$(addr store):9000" --out "$work/local" \
+        >"$work/local.log" 2>&1 || fail "the single-process run"
+fi
 on_sched tpcds run "${common[@]}" --endpoint "$gw1,$gw2" \
     --scheduler "df://$(addr sched):50050" --out "$work/cluster" >"$work/cluster.log" 2>&1 ||
     fail "the run on the cluster"
