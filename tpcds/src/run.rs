@@ -586,6 +586,11 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
     Ok(body.len() as f64 / lines as f64)
 }
 
+/// On a cluster, the largest estimated build side of a hash join that is broadcast to its
+/// probe tasks rather than shuffled with the probe side (see [`session`]), in bytes and rows.
+const BROADCAST_BYTES: usize = 16 << 20;
+const BROADCAST_ROWS: usize = 1 << 20;
+
 /// The Ballista cluster a run submits its statements to.
 struct Cluster {
     url: SchedulerUrl,
@@ -642,6 +647,20 @@ async fn session(
             .options_mut()
             .execution
             .enable_file_stream_work_stealing = false;
+        // A join's run-time filter reaches its probe scan only within a stage. A join that
+        // collects its build side (`CollectLeft`: the build side broadcast to every probe
+        // task) probes the scan right below it, in the same task; a partitioned join
+        // shuffles the probe side, so its scan ran in an earlier stage, unfiltered. On a
+        // cluster, build sides estimated up to BROADCAST_BYTES are therefore collected,
+        // where DataFusion's 1 MB default (made for one process, where a filter reaches
+        // through partitioned joins too) partitions the joins of most dimensions at SF 1.
+        let optimizer = &mut config.options_mut().optimizer;
+        optimizer.hash_join_single_partition_threshold = optimizer
+            .hash_join_single_partition_threshold
+            .max(BROADCAST_BYTES);
+        optimizer.hash_join_single_partition_threshold_rows = optimizer
+            .hash_join_single_partition_threshold_rows
+            .max(BROADCAST_ROWS);
     }
     let ctx = match cluster {
         None => {
