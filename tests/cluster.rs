@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{check, sift, temp_dir, Gateway, ACCESS, SECRET};
+use common::{check, loaded_gateway, sift, temp_dir, ACCESS, SECRET};
 
 const SF: &str = "0.01";
 
@@ -156,23 +156,8 @@ fn sent_statements(plan: &str) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
-    let gateway = Gateway::start(&[]);
-    let endpoint = gateway.endpoint();
-    let endpoint_args = [
-        "--endpoint",
-        &endpoint,
-        "--bucket",
-        "bench",
-        "--access-key",
-        ACCESS,
-        "--secret-key",
-        SECRET,
-        "--region",
-        "us-east-1",
-    ];
-    let mut load = vec!["tpcds", "load", "--sf", SF];
-    load.extend(endpoint_args);
-    check(&sift(&load), "load");
+    let (_gateway, endpoint_args) = loaded_gateway(SF);
+    let endpoint_args: Vec<&str> = endpoint_args.iter().map(String::as_str).collect();
 
     let (url, _cluster) = cluster();
     // A run that has not finished in ten minutes has hung (at SF 0.01 it takes two): it is
@@ -191,7 +176,7 @@ fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
             "--out",
             &out,
         ];
-        args.extend(endpoint_args);
+        args.extend(&endpoint_args);
         if let Some(url) = scheduler {
             args.extend(["--scheduler", url]);
         }
@@ -303,23 +288,8 @@ fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
 #[test]
 fn an_executor_killed_mid_run_costs_time_or_a_reported_failure_never_rows() {
     const QUERIES: &str = "3,7,13,19,25,26,42,43,52,55,96";
-    let gateway = Gateway::start(&[]);
-    let endpoint = gateway.endpoint();
-    let endpoint_args = [
-        "--endpoint",
-        &endpoint,
-        "--bucket",
-        "bench",
-        "--access-key",
-        ACCESS,
-        "--secret-key",
-        SECRET,
-        "--region",
-        "us-east-1",
-    ];
-    let mut load = vec!["tpcds", "load", "--sf", SF];
-    load.extend(endpoint_args);
-    check(&sift(&load), "load");
+    let (_gateway, endpoint_args) = loaded_gateway(SF);
+    let endpoint_args: Vec<&str> = endpoint_args.iter().map(String::as_str).collect();
     let run_args = |out: &Path, scheduler: Option<&str>| -> Vec<String> {
         let out = out.display().to_string();
         let mut args = vec![
@@ -333,7 +303,7 @@ fn an_executor_killed_mid_run_costs_time_or_a_reported_failure_never_rows() {
             QUERIES,
         ];
         args.extend(["--out", &out]);
-        args.extend(endpoint_args);
+        args.extend(&endpoint_args);
         if let Some(url) = scheduler {
             args.extend(["--scheduler", url]);
         }

@@ -7,27 +7,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{check, sift, temp_dir, Gateway, ACCESS, SECRET};
+use common::{check, endpoint_args, loaded_gateway, sift, temp_dir, Gateway, ACCESS, SECRET};
 
 const SF: &str = "0.01";
-
-fn endpoint_args(gateway: &Gateway) -> Vec<String> {
-    [
-        "--endpoint",
-        &gateway.endpoint(),
-        "--bucket",
-        "bench",
-        "--access-key",
-        ACCESS,
-        "--secret-key",
-        SECRET,
-        "--region",
-        "us-east-1",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
 
 /// `tpcds run` at SF of `queries` in `mode` into `out`, reaching the store with `endpoint`
 /// (its arguments), then `extra`.
@@ -73,20 +55,9 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
 }
 
-/// A gateway on a fresh store with SF's data loaded by `sift tpcds load`, and the endpoint
-/// arguments that reach it.
-fn loaded_gateway() -> (Gateway, Vec<String>) {
-    let gateway = Gateway::start(&[]);
-    let endpoint = endpoint_args(&gateway);
-    let mut load = vec!["tpcds", "load", "--sf", SF];
-    load.extend(endpoint.iter().map(String::as_str));
-    check(&sift(&load), "load");
-    (gateway, endpoint)
-}
-
 #[test]
 fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
-    let (_gateway, endpoint) = loaded_gateway();
+    let (_gateway, endpoint) = loaded_gateway(SF);
     let endpoint: Vec<&str> = endpoint.iter().map(String::as_str).collect();
 
     let mut load = vec!["tpcds", "load", "--sf", SF];
@@ -235,7 +206,7 @@ fn sorted_rows(dir: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
 /// the queries that spilled.
 #[test]
 fn a_memory_limited_run_spills_and_gives_the_unlimited_rows() {
-    let (_gateway, endpoint) = loaded_gateway();
+    let (_gateway, endpoint) = loaded_gateway(SF);
     let run = |out: &Path, mode: &str, limit: Option<&str>| {
         let extra = limit.map_or(vec![], |limit| vec!["--memory-limit", limit]);
         check(&sift_run(&endpoint, mode, "ceph72", out, &extra), "run");
@@ -549,7 +520,7 @@ fn records_on_split_boundaries_are_read_once() {
     assert!(on_boundary > 0, "no record starts on a split boundary");
     std::fs::remove_dir_all(&dir).ok();
 
-    let (_gateway, endpoint) = loaded_gateway();
+    let (_gateway, endpoint) = loaded_gateway(SF);
     let endpoint: Vec<&str> = endpoint.iter().map(String::as_str).collect();
     let out = temp_dir("sift-tpcds-splits-run");
     let out_arg = out.display().to_string();
@@ -683,7 +654,7 @@ fn checksums(out: &Path, mode: &str) -> std::collections::BTreeMap<String, Strin
 #[test]
 fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
     const QUERIES: &str = "3,7,13,19,25,28,42,48,52,55,96";
-    let (store, direct) = loaded_gateway();
+    let (store, direct) = loaded_gateway(SF);
     let front = || Gateway::start_upstream(&store.endpoint(), ACCESS, SECRET, &[]);
     let (a, mut b) = (front(), front());
     let both = format!("{},{}", a.endpoint(), b.endpoint());
@@ -786,7 +757,7 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
 #[test]
 fn a_run_over_https_gives_the_same_rows_and_refuses_unknown_certificates() {
     const QUERIES: &str = "3,7,42,96";
-    let (plain, direct) = loaded_gateway();
+    let (plain, direct) = loaded_gateway(SF);
     let reference = temp_dir("sift-tpcds-plain");
     check(
         &sift_run(&direct, "fetch", QUERIES, &reference, &[]),

@@ -205,6 +205,38 @@ pub fn client_trusting_test_ca(endpoint: &str) -> Client {
     Client::from_conf(config)
 }
 
+/// The `tpcds load` and `tpcds run` arguments that reach `gateway`'s bucket `bench` as the
+/// test user.
+pub fn endpoint_args(gateway: &Gateway) -> Vec<String> {
+    let endpoint = gateway.endpoint();
+    [
+        "--endpoint",
+        &endpoint,
+        "--bucket",
+        "bench",
+        "--access-key",
+        ACCESS,
+        "--secret-key",
+        SECRET,
+        "--region",
+        "us-east-1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// A gateway on a fresh store with TPC-DS at scale `sf` loaded by `sift tpcds load`, and
+/// the [`endpoint_args`] that reach it.
+pub fn loaded_gateway(sf: &str) -> (Gateway, Vec<String>) {
+    let gateway = Gateway::start(&[]);
+    let endpoint = endpoint_args(&gateway);
+    let mut load = vec!["tpcds", "load", "--sf", sf];
+    load.extend(endpoint.iter().map(String::as_str));
+    check(&sift(&load), "load");
+    (gateway, endpoint)
+}
+
 /// A new path under the temporary directory, unique to this process and moment.
 pub fn temp_dir(prefix: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
