@@ -96,10 +96,6 @@ pub struct QueryResult {
     /// did not fit in the memory pool (its time and bytes include the first attempt).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sort_merge_retry: bool,
-    /// Whether it ran a third time, with sort-merge joins and small batches, because even
-    /// sort-merge joins ran out of memory.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub small_batch_retry: bool,
     /// Requests sent again after a transient failure, on the next endpoint.
     #[serde(skip_serializing_if = "is_zero")]
     pub retries: u64,
@@ -119,8 +115,6 @@ pub struct MemoryUse {
     /// Queries that ran again with sort-merge joins (DataFusion's hash join does not
     /// spill: its build side must fit), as `qN in MODE mode`.
     pub sort_merge_retries: Vec<String>,
-    /// Those of them that ran a third time with small batches too.
-    pub small_batch_retries: Vec<String>,
 }
 
 /// Totals of one mode (`summary.json`).
@@ -347,17 +341,16 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 let started = Instant::now();
                 let mut outputs = Vec::new();
                 let mut plans = Vec::new();
-                let mut retried = None;
+                let mut retried = false;
                 for statement in &statements {
-                    let mut run = run_statement(&ctx, statement, n, cluster.as_ref()).await;
-                    if options.memory_limit.is_some() {
-                        for retry in [MemoryRetry::SortMerge, MemoryRetry::SmallBatches] {
-                            if run.0.as_ref().is_err_and(|e| retry.applies_to(e)) {
-                                retried = retried.max(Some(retry));
-                                run = retry.run(&ctx, statement, n, cluster.as_ref()).await;
-                            }
+                    let run = run_statement(&ctx, statement, n, cluster.as_ref()).await;
+                    let run = match run.0 {
+                        Err(e) if options.memory_limit.is_some() && hash_join_refused(&e) => {
+                            retried = true;
+                            run_with_sort_merge_joins(&ctx, statement, n, cluster.as_ref()).await
                         }
-                    }
+                        _ => run,
+                    };
                     outputs.push(run.0);
                     plans.push(run.1);
                 }
@@ -372,7 +365,8 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 };
                 last = Some((outputs, plans, received, scanned, retried));
             }
-            let Some((outputs, plans, bytes_received, bytes_scanned, retried)) = last else {
+            let Some((outputs, plans, bytes_received, bytes_scanned, sort_merge_retry)) = last
+            else {
                 continue;
             };
             let texts: Vec<StatementRows> = outputs
@@ -431,8 +425,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 checksum: checksum.clone(),
                 error: (!errors.is_empty()).then(|| errors.join("; ")),
                 spills: plan_total(&plans, "spill_count"),
-                sort_merge_retry: retried.is_some(),
-                small_batch_retry: retried == Some(MemoryRetry::SmallBatches),
+                sort_merge_retry,
                 retries: plan_total(&plans, "retries"),
             };
             if per_endpoint.len() > 1 {
@@ -727,84 +720,33 @@ async fn run_statement(
     cluster: Option<&Cluster>,
 ) -> StatementRun {
     match SORT_MERGE_QUERIES.contains(&n) {
-        true => run_with_sort_merge_joins(ctx, sql, n, cluster, None).await,
+        true => run_with_sort_merge_joins(ctx, sql, n, cluster).await,
         false => run_planned(ctx, sql, n, cluster).await,
     }
 }
 
-/// How a statement refused by the memory pool runs again, in this order. DataFusion's hash
-/// join does not spill, so first its build side goes: sort-merge joins sort their inputs and
-/// spill. Each of a statement's concurrent sorts must still hold one batch within its fair
-/// share of the pool, and a statement with dozens of them (q64 at SF 1 in 128 MiB) gets
-/// shares below an 8192-row batch; the second retry keeps sort-merge joins and cuts batches
-/// to [`SMALL_BATCH_ROWS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum MemoryRetry {
-    SortMerge,
-    SmallBatches,
-}
-
-/// The batch size of [`MemoryRetry::SmallBatches`], in rows.
-const SMALL_BATCH_ROWS: usize = 1024;
-
-impl MemoryRetry {
-    /// Whether a statement that failed with `error` runs again this way.
-    fn applies_to(self, error: &str) -> bool {
-        match self {
-            MemoryRetry::SortMerge => {
-                error.contains("Resources exhausted") && error.contains("HashJoin")
-            }
-            MemoryRetry::SmallBatches => {
-                error.contains("Resources exhausted")
-                    || error.contains("Not enough memory to continue external sort")
-            }
-        }
-    }
-
-    async fn run(
-        self,
-        ctx: &SessionContext,
-        sql: &str,
-        n: u32,
-        cluster: Option<&Cluster>,
-    ) -> StatementRun {
-        let batch = match self {
-            MemoryRetry::SortMerge => None,
-            MemoryRetry::SmallBatches => Some(SMALL_BATCH_ROWS),
-        };
-        run_with_sort_merge_joins(ctx, sql, n, cluster, batch).await
-    }
+/// Whether a statement failed because a hash join's build side did not fit in the memory
+/// pool: DataFusion's hash join does not spill, and says `Resources exhausted`.
+fn hash_join_refused(error: &str) -> bool {
+    error.contains("Resources exhausted") && error.contains("HashJoin")
 }
 
 /// Runs a statement with sort-merge joins, which sort (and spill) their inputs instead of
-/// holding a build side in memory, and with batches of `batch_rows` when given; the
-/// session's settings are restored after.
+/// holding a build side in memory.
 async fn run_with_sort_merge_joins(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
-    batch_rows: Option<usize>,
 ) -> StatementRun {
-    const HASH_JOIN: &str = "datafusion.optimizer.prefer_hash_join";
-    const BATCH: &str = "datafusion.execution.batch_size";
-    let default_batch = ctx.copied_config().batch_size().to_string();
-    let mut changed = vec![(HASH_JOIN, "false".to_string(), "true".to_string())];
-    if let Some(rows) = batch_rows {
-        changed.push((BATCH, rows.to_string(), default_batch));
+    if let Err(e) = set_prefer_hash_join(ctx, false).await {
+        return (Err(e), None);
     }
-    for (name, value, _) in &changed {
-        if let Err(e) = set_option(ctx, name, value).await {
-            return (Err(e), None);
-        }
+    let (result, plan) = run_planned(ctx, sql, n, cluster).await;
+    match set_prefer_hash_join(ctx, true).await {
+        Ok(()) => (result, plan),
+        Err(e) => (Err(e), plan),
     }
-    let (mut result, plan) = run_planned(ctx, sql, n, cluster).await;
-    for (name, _, before) in &changed {
-        if let Err(e) = set_option(ctx, name, before).await {
-            result = Err(e);
-        }
-    }
-    (result, plan)
 }
 
 /// Which queries spilled and which ran again with sort-merge joins.
@@ -818,20 +760,11 @@ fn memory_use(limit: u64, results: &[QueryResult]) -> MemoryUse {
             .filter(|r| r.sort_merge_retry)
             .map(named)
             .collect(),
-        small_batch_retries: results
-            .iter()
-            .filter(|r| r.small_batch_retry)
-            .map(named)
-            .collect(),
     }
 }
 
-async fn set_option(
-    ctx: &SessionContext,
-    name: &str,
-    value: &str,
-) -> std::result::Result<(), String> {
-    let sql = format!("SET {name} = {value}");
+async fn set_prefer_hash_join(ctx: &SessionContext, on: bool) -> std::result::Result<(), String> {
+    let sql = format!("SET datafusion.optimizer.prefer_hash_join = {on}");
     ctx.sql(&sql)
         .await
         .map_err(|e| format!("{sql}: {}", first_line(&e.to_string())))?;
@@ -1196,7 +1129,6 @@ mod tests {
             error: None,
             spills: 0,
             sort_merge_retry: false,
-            small_batch_retry: false,
             retries: 0,
         };
         let results = vec![
@@ -1226,17 +1158,14 @@ mod tests {
     }
 
     #[test]
-    fn memory_retries_follow_the_error() {
+    fn only_a_hash_join_out_of_memory_is_retried() {
         let refused = "Resources exhausted: Additional allocation failed for HashJoinInput[3] \
                        with top memory consumers (across reservations) as: ...";
-        let sort = "Not enough memory to continue external sort. Consider increasing the \
-                    memory limit, or decreasing sort_spill_reservation_bytes";
-        assert!(MemoryRetry::SortMerge.applies_to(refused));
-        assert!(!MemoryRetry::SortMerge.applies_to(sort));
-        assert!(!MemoryRetry::SortMerge.applies_to("HashJoin: schema mismatch"));
-        assert!(MemoryRetry::SmallBatches.applies_to(sort));
-        assert!(MemoryRetry::SmallBatches.applies_to(refused));
-        assert!(!MemoryRetry::SmallBatches.applies_to("Divide by zero error"));
+        assert!(hash_join_refused(refused));
+        assert!(!hash_join_refused(
+            "Resources exhausted: Failed to allocate for ExternalSorter[0]"
+        ));
+        assert!(!hash_join_refused("HashJoin: schema mismatch"));
     }
 
     #[test]
