@@ -118,6 +118,28 @@ fn executor(url: &str, flags: &[&str]) -> Running {
     Running(executor)
 }
 
+/// Waits for `child` (its stderr piped) and returns its status and stderr; a child still
+/// running after ten minutes has hung: it is killed and the test fails, rather than the
+/// suite waiting for ever.
+fn finish(mut child: Child, what: &str) -> (std::process::ExitStatus, String) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish in 10 minutes");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    (status, stderr)
+}
+
 fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("file")).expect("JSON")
 }
@@ -180,27 +202,13 @@ fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
         if let Some(url) = scheduler {
             args.extend(["--scheduler", url]);
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        let child = Command::new(env!("CARGO_BIN_EXE_sift"))
             .args(&args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("sift runs");
-        let deadline = Instant::now() + Duration::from_secs(600);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("{args:?} did not finish in 10 minutes");
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        };
-        let mut stderr = String::new();
-        if let Some(mut pipe) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-        }
+        let (status, stderr) = finish(child, &format!("{args:?}"));
         assert!(status.success(), "{args:?}: {status}\n{stderr}");
     };
     let local = temp_dir("sift-cluster-local");
@@ -344,21 +352,7 @@ fn an_executor_killed_mid_run_costs_time_or_a_reported_failure_never_rows() {
     let done_before = std::fs::read_dir(&rows).map_or(0, |d| d.count());
     let victim = cluster.remove(1);
     drop(victim);
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let status = loop {
-        if let Some(status) = run.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = run.kill();
-            panic!("the run did not end within 10 minutes of losing an executor");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let mut stderr = String::new();
-    if let Some(mut pipe) = run.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-    }
+    let (status, stderr) = finish(run, "the run losing an executor");
     assert!(status.success(), "{status}\n{stderr}");
 
     let got = sorted_rows(&rows);
