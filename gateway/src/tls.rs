@@ -74,15 +74,16 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig
 /// because its trust store takes PEM, would panic on any other).
 pub fn read_ca_bundle(path: &Path) -> Result<Vec<u8>, TlsError> {
     const FLAG: &str = "--ca-file";
+    let pem = read(FLAG, path)?;
     let mut roots = rustls::RootCertStore::empty();
-    for cert in read_certificates(FLAG, path)? {
+    for cert in certificates(FLAG, path, &pem)? {
         roots.add(cert).map_err(|source| TlsError::Certificate {
             flag: FLAG,
             path: path.to_path_buf(),
             source,
         })?;
     }
-    read(FLAG, path)
+    Ok(pem)
 }
 
 fn read(flag: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
@@ -97,8 +98,16 @@ fn read_certificates(
     flag: &'static str,
     path: &Path,
 ) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let pem = read(flag, path)?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
+    certificates(flag, path, &read(flag, path)?)
+}
+
+/// The certificates in `pem`, the text of `flag`'s file `path`: at least one.
+fn certificates(
+    flag: &'static str,
+    path: &Path,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::Pem {
             flag,
