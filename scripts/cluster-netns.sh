@@ -1,33 +1,46 @@
 #!/usr/bin/env bash
 # TPC-DS on a Ballista cluster spread over six hosts, each a network namespace of this
 # machine with its own address and its own rate-limited link (`tc tbf`, both directions)
-# to a bridge, the "switch":
+# to a switch (a bridge):
 #
 #   sched  10.78.0.1   `sift tpcds scheduler`, and the `run` client
 #   exec1  10.78.0.2   `sift tpcds executor`
 #   exec2  10.78.0.3   `sift tpcds executor`
-#   gw1    10.78.0.4   `sift gateway --upstream https://10.78.0.6:9000`
-#   gw2    10.78.0.5   `sift gateway --upstream https://10.78.0.6:9000`
-#   store  10.78.0.6   `sift gateway` on its embedded store
+#   gw1    10.78.0.4   `sift gateway --upstream http://10.79.0.3:9000`   (and 10.79.0.1)
+#   gw2    10.78.0.5   `sift gateway --upstream http://10.79.0.3:9000`   (and 10.79.0.2)
+#   store  10.79.0.3   `sift gateway` on its embedded store
 #
-# Every S3 request crosses hosts over HTTPS: the script makes a CA of its own (openssl), a
-# certificate per gateway for its address, and every process trusts only that CA (gateways
-# by --ca-file, clients and executors by AWS_CA_BUNDLE). Ballista's own gRPC between the
-# scheduler and the executors stays plain, as Ballista ships it.
+# Two networks, as a Ceph cluster has: the public one (10.78.0.0/24), where the compute
+# hosts reach the gateways, each host behind its own link at SIFT_NETNS_RATE; and the
+# storage cluster's own one (10.79.0.0/24), where the gateways read from the store. In the
+# deployment docs/cluster.md describes, a gateway sits beside the RGW of every storage node
+# and RGW reads from the OSDs over the cluster network, so the bytes a select scans never
+# cross a compute host's link; that back network is unshaped here unless
+# SIFT_NETNS_BACK_RATE gives it a rate. (With one shaped store link under both gateways,
+# every mode would move every scanned byte over that one link, and pushdown could not win.)
+#
+# Every S3 request on the public network is HTTPS: the script makes a CA of its own
+# (openssl) and a certificate per gateway for its address, and the clients and executors
+# trust only that CA (AWS_CA_BUNDLE). The storage network stands for the path from a gateway
+# to the RGW beside it, which is the node's loopback, so it carries plain HTTP (TLS there
+# would double the crypto work of every scanned byte on this machine's two cores; upstream
+# over HTTPS is tested in tests/gateway.rs). Ballista's own gRPC between the scheduler and
+# the executors stays plain, as Ballista ships it.
 #
 # It loads SF 0.01 through gw1, runs every statement of the 99 queries in the three modes in
-# one process on the sched host against the store (the reference), then on the cluster
-# with the executors' requests spread over gw1 and gw2: each statement's rows must be the
-# reference's (as sorted lines; a statement that fails must fail in both), and both
-# gateways must have answered requests.
+# one process on the sched host through gw1 (the reference: one machine, one link), then on
+# the cluster with the executors' requests spread over gw1 and gw2: each statement's rows
+# must be the reference's (as sorted lines; a statement that fails must fail in both), and
+# both gateways must have answered requests.
 #
 #   SIFT_BIN=target/debug/sift scripts/cluster-netns.sh
 #
 # Needs root (namespaces, veth, tc). Without it, or without `ip`/`tc`, it prints SKIPPED with
 # the reason and exits 0; it never reports a pass it did not run. Exit 1 on a failure.
-# SIFT_NETNS_RATE sets each link's rate (default 1gbit), SIFT_NETNS_QUERIES the queries
-# (default all), SIFT_NETNS_SF the scale (default 0.01), SIFT_NETNS_EXECUTORS the executor
-# hosts (1 or 2, default 2); SIFT_NETNS_KEEP=DIR keeps both runs there (the benchmark in
+# SIFT_NETNS_RATE sets each public link's rate (default 1gbit), SIFT_NETNS_BACK_RATE the
+# storage network's (default unshaped), SIFT_NETNS_QUERIES the queries (default all),
+# SIFT_NETNS_SF the scale (default 0.01), SIFT_NETNS_EXECUTORS the executor hosts (1 or 2,
+# default 2); SIFT_NETNS_KEEP=DIR keeps both runs there (the benchmark in
 # docs/BENCHMARKS.md), SIFT_NETNS_STORE=DIR keeps the store's data there (a later run loads
 # nothing), SIFT_NETNS_REFERENCE=DIR takes a kept single-process run as the reference
 # instead of running it again. The runs' files are kept when it fails.
@@ -37,13 +50,18 @@ sift="$(realpath "${SIFT_BIN:-target/debug/sift}")"
 rate="${SIFT_NETNS_RATE:-1gbit}"
 sf="${SIFT_NETNS_SF:-0.01}"
 executors="${SIFT_NETNS_EXECUTORS:-2}"
-net=10.78.0
-bridge=sift-br0
+back_rate="${SIFT_NETNS_BACK_RATE:-}"
+# Each network: a letter naming its bridge (sift-brL) and its veths (vL-HOST, bL-HOST), its
+# first three address bytes, its hosts in address order.
+public=(p 10.78.0 sched exec1 exec2 gw1 gw2)
+storage=(s 10.79.0 gw1 gw2 store)
 hosts=(sched exec1 exec2 gw1 gw2 store)
+bridges=(sift-brp sift-brs)
 key=sift-netns-access
 secret=sift-netns-secret
 work=$(mktemp -d /tmp/sift-netns.XXXXXX)
 pids=()
+names=()
 
 skip() {
     echo "SKIPPED: the multi-host cluster test (scripts/cluster-netns.sh): $*"
@@ -65,7 +83,7 @@ cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     for host in "${hosts[@]}"; do ip netns del "sift-$host" 2>/dev/null || true; done
-    ip link del "$bridge" 2>/dev/null || true
+    for bridge in "${bridges[@]}"; do ip link del "$bridge" 2>/dev/null || true; done
     [[ -n ${keep:-} ]] || rm -rf "$work"
 }
 
@@ -76,34 +94,49 @@ command -v openssl >/dev/null || skip "needs openssl to make the test's CA"
 trap cleanup EXIT
 # Leftovers of a run that was killed.
 for host in "${hosts[@]}"; do ip netns del "sift-$host" 2>/dev/null || true; done
-ip link del "$bridge" 2>/dev/null || true
+for bridge in "${bridges[@]}"; do ip link del "$bridge" 2>/dev/null || true; done
 
-ip link add "$bridge" type bridge 2>/dev/null || skip "cannot create a bridge"
-ip link set "$bridge" up
-for i in "${!hosts[@]}"; do
-    host=${hosts[$i]}
-    ns="sift-$host"
-    ip netns add "$ns" || skip "cannot create network namespace $ns"
-    ip link add "v-$host" type veth peer name "b-$host"
-    ip link set "v-$host" netns "$ns"
-    ip link set "b-$host" master "$bridge" up
-    ip -n "$ns" addr add "$net.$((i + 1))/24" dev "v-$host"
-    ip -n "$ns" link set "v-$host" up
-    ip -n "$ns" link set lo up
-    # The host's link: its uplink (leaving the namespace) and its downlink (leaving the bridge
-    # towards it), each at the rate.
-    tc -n "$ns" qdisc add dev "v-$host" root tbf rate "$rate" burst 256kb latency 50ms ||
-        skip "tc tbf is not available"
-    tc qdisc add dev "b-$host" root tbf rate "$rate" burst 256kb latency 50ms
+for host in "${hosts[@]}"; do
+    ip netns add "sift-$host" || skip "cannot create network namespace sift-$host"
+    ip -n "sift-$host" link set lo up
 done
 
-addr() { # host -> address
-    local i
-    for i in "${!hosts[@]}"; do
-        if [[ ${hosts[$i]} == "$1" ]]; then
-            echo "$net.$((i + 1))"
-            return
-        fi
+# Joins every host of a network (letter prefix hosts…) to it, through a veth of its own;
+# RATE, when set, shapes the host's link: its uplink (leaving the namespace) and its downlink
+# (leaving the bridge towards it).
+join() {
+    local rate=$1 letter=$2 prefix=$3 i=0 host ns
+    shift 3
+    ip link add "sift-br$letter" type bridge 2>/dev/null || skip "cannot create a bridge"
+    ip link set "sift-br$letter" up
+    for host in "$@"; do
+        i=$((i + 1))
+        ns="sift-$host"
+        ip link add "v$letter-$host" type veth peer name "b$letter-$host"
+        ip link set "v$letter-$host" netns "$ns"
+        ip link set "b$letter-$host" master "sift-br$letter" up
+        ip -n "$ns" addr add "$prefix.$i/24" dev "v$letter-$host"
+        ip -n "$ns" link set "v$letter-$host" up
+        [[ -n $rate ]] || continue
+        tc -n "$ns" qdisc add dev "v$letter-$host" root tbf rate "$rate" burst 256kb \
+            latency 50ms || skip "tc tbf is not available"
+        tc qdisc add dev "b$letter-$host" root tbf rate "$rate" burst 256kb latency 50ms
+    done
+}
+join "$rate" "${public[@]}"
+join "$back_rate" "${storage[@]}"
+
+addr() { # host -> its address: on the public network if it is there, else the storage one
+    local network ref i members
+    for network in public storage; do
+        ref="$network[@]"
+        members=("${!ref}")
+        for ((i = 2; i < ${#members[@]}; i++)); do
+            if [[ ${members[$i]} == "$1" ]]; then
+                echo "${members[1]}.$((i - 1))"
+                return
+            fi
+        done
     done
     fail "no host $1"
 }
@@ -115,7 +148,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
     -subj "/CN=sift-netns test CA" -keyout "$pki/ca.key" -out "$pki/ca.pem" \
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" \
     2>/dev/null || fail "openssl could not make the CA"
-for host in gw1 gw2 store; do
+for host in gw1 gw2; do
     openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$host" \
         -keyout "$pki/$host.key" -out "$pki/$host.csr" 2>/dev/null
     openssl x509 -req -in "$pki/$host.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca.key" \
@@ -133,6 +166,20 @@ start() {
         AWS_SECRET_ACCESS_KEY=$secret AWS_REGION=us-east-1 AWS_CA_BUNDLE="$pki/ca.pem" \
         "$sift" "$@" >"$work/$name.log" 2>&1 &
     pids+=($!)
+    names+=("$name")
+}
+
+# CPU seconds (user and system) each started process has used so far, a "name seconds" line
+# each; and a run's share of them, from the lines before and after it.
+cpu_now() {
+    local i
+    for i in "${!pids[@]}"; do
+        sed 's/^.*) //' "/proc/${pids[$i]}/stat" |
+            awk -v name="${names[$i]}" -v hz="$(getconf CLK_TCK)" '{print name, ($12 + $13) / hz}'
+    done
+}
+cpu_used() { # before after -> "name N s, …"
+    paste -d ' ' <(echo "$1") <(echo "$2") | awk '{printf "%s%s %.0f s", sep, $1, $4 - $2; sep = ", "}'
 }
 
 # Waits until ADDRESS:PORT accepts connections from HOST (60 s at most).
@@ -148,13 +195,12 @@ wait_port() {
 }
 
 gateway_keys=(--access-key "$key" --secret-key "$secret")
-# shellcheck disable=SC2046 # tls's words are flags
 start store store gateway --listen "$(addr store):9000" --data-dir "${SIFT_NETNS_STORE:-$work/store}" \
-    "${gateway_keys[@]}" $(tls store)
-wait_port sched "$(addr store)" 9000 "the store"
+    "${gateway_keys[@]}"
+wait_port gw1 "$(addr store)" 9000 "the store"
 for gw in gw1 gw2; do
     # shellcheck disable=SC2046
-    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "https://$(addr store):9000" \
+    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "http://$(addr store):9000" \
         --upstream-access-key "$key" --upstream-secret-key "$secret" "${gateway_keys[@]}" \
         $(tls "$gw")
     wait_port sched "$(addr "$gw")" 9000 "$gw"
@@ -178,15 +224,22 @@ gw2="https://$(addr gw2):9000"
 on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket tpcds >"$work/load.log" 2>&1 ||
     fail "load through gw1"
 common=(--sf $sf --bucket tpcds --mode all --queries "${SIFT_NETNS_QUERIES:-all}")
+# Each run's CPU seconds: the client's (bash's `time`), and every server's.
+TIMEFORMAT='%U %S'
+client_cpu() { awk '{printf "client %.0f s", $1 + $2}' "$1"; }
 if [[ -n ${SIFT_NETNS_REFERENCE:-} ]]; then
     cp -r "$SIFT_NETNS_REFERENCE" "$work/local" || fail "no reference run in $SIFT_NETNS_REFERENCE"
 else
-    on_sched tpcds run "${common[@]}" --endpoint "https://$(addr store):9000" --out "$work/local" \
-        >"$work/local.log" 2>&1 || fail "the single-process run"
+    before=$(cpu_now)
+    { time on_sched tpcds run "${common[@]}" --endpoint "$gw1" --out "$work/local" \
+        >"$work/local.log" 2>&1; } 2>"$work/local.cpu" || fail "the single-process run"
+    cpu_local="$(client_cpu "$work/local.cpu"), $(cpu_used "$before" "$(cpu_now)")"
 fi
-on_sched tpcds run "${common[@]}" --endpoint "$gw1,$gw2" \
-    --scheduler "df://$(addr sched):50050" --out "$work/cluster" >"$work/cluster.log" 2>&1 ||
-    fail "the run on the cluster"
+before=$(cpu_now)
+{ time on_sched tpcds run "${common[@]}" --endpoint "$gw1,$gw2" \
+    --scheduler "df://$(addr sched):50050" --out "$work/cluster" >"$work/cluster.log" 2>&1; } \
+    2>"$work/cluster.cpu" || fail "the run on the cluster"
+cpu_cluster="$(client_cpu "$work/cluster.cpu"), $(cpu_used "$before" "$(cpu_now)")"
 
 # Each statement's rows, as sorted lines; a failed statement as FAILED (the two runs word
 # their errors differently).
@@ -254,9 +307,12 @@ if ratios:
     far = [f"{q} {m} {r:.3f}" for r, (q, m) in ratios[:3] + ratios[-3:]]
     print("bytes on the cluster / in one process, extremes:", ", ".join(far))
 EOF
+[[ -z ${cpu_local:-} ]] || echo "CPU seconds, the single-process run: $cpu_local"
+echo "CPU seconds, the cluster run: $cpu_cluster"
 if [[ -n ${SIFT_NETNS_KEEP:-} ]]; then
     mkdir -p "$SIFT_NETNS_KEEP"
     cp -r "$work/local" "$work/cluster" "$SIFT_NETNS_KEEP/"
 fi
-echo "ok: the cluster over network namespaces ($executors executor hosts, links at $rate, S3" \
+echo "ok: the cluster over network namespaces ($executors executor hosts, public links at $rate," \
+    "storage network ${back_rate:-unshaped}, S3" \
     "over HTTPS) gave the single-process rows for all $statements statements at SF $sf"
