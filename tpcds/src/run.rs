@@ -345,7 +345,10 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 for statement in &statements {
                     let run = run_statement(&ctx, statement, n, cluster.as_ref()).await;
                     let run = match run.0 {
-                        Err(e) if options.memory_limit.is_some() && hash_join_refused(&e) => {
+                        Err(e)
+                            if (options.memory_limit.is_some() || cluster.is_some())
+                                && hash_join_refused(&e) =>
+                        {
                             retried = true;
                             run_with_sort_merge_joins(&ctx, statement, n, cluster.as_ref()).await
                         }
@@ -647,6 +650,13 @@ async fn session(
             .options_mut()
             .execution
             .enable_file_stream_work_stealing = false;
+        let optimizer = &mut config.options_mut().optimizer;
+        // Hash joins, as in one process (Ballista's session defaults to sort-merge joins,
+        // which its adaptive planner would replace from measured sizes, but its static
+        // planner keeps): only a hash join fills a run-time filter, and the modes of a
+        // cluster run then plan as a single process does. A build side an executor's pool
+        // refuses is run again with sort-merge joins, as under the client's own pool.
+        optimizer.prefer_hash_join = true;
         // A join's run-time filter reaches its probe scan only within a stage. A join that
         // collects its build side (`CollectLeft`: the build side broadcast to every probe
         // task) probes the scan right below it, in the same task; a partitioned join
@@ -654,7 +664,6 @@ async fn session(
         // cluster, build sides estimated up to BROADCAST_BYTES are therefore collected,
         // where DataFusion's 1 MB default (made for one process, where a filter reaches
         // through partitioned joins too) partitions the joins of most dimensions at SF 1.
-        let optimizer = &mut config.options_mut().optimizer;
         optimizer.hash_join_single_partition_threshold = optimizer
             .hash_join_single_partition_threshold
             .max(BROADCAST_BYTES);
