@@ -614,10 +614,9 @@ async fn session(
         // which the resubmitted stage never finished and the query hung.
         //
         // Ballista's static planner, not its adaptive one (its default): the adaptive planner
-        // re-plans a job after each stage, and at SF 1 it answered q49 in pushdown mode with
-        // no rows in three runs of six (its scheduler logging "stages to be cancelled but its
-        // not implemented" each time); the static planner plans each job once, as the
-        // single process does.
+        // re-plans a job after each stage and drops what it then believes empty, and it
+        // answered TPC-DS q49 with no rows at SF 1 (docs/cluster.md). The static planner
+        // plans each job once, from the plan a single process would run.
         Some(cluster) => SessionConfig::new_with_ballista()
             .with_ballista_logical_extension_codec(Arc::clone(&cluster.codec) as _)
             .with_ballista_physical_extension_codec(Arc::clone(&cluster.codec) as _)
