@@ -345,10 +345,9 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 for statement in &statements {
                     let run = run_statement(&ctx, statement, n, cluster.as_ref()).await;
                     let run = match run.0 {
-                        Err(e)
-                            if (options.memory_limit.is_some() || cluster.is_some())
-                                && hash_join_refused(&e) =>
-                        {
+                        // Only a memory pool refuses a build side: the client's
+                        // (`--memory-limit`) or, on a cluster, an executor's.
+                        Err(e) if hash_join_refused(&e) => {
                             retried = true;
                             run_with_sort_merge_joins(&ctx, statement, n, cluster.as_ref()).await
                         }
@@ -747,18 +746,19 @@ fn hash_join_refused(error: &str) -> bool {
 }
 
 /// Runs a statement with sort-merge joins, which sort (and spill) their inputs instead of
-/// holding a build side in memory.
+/// holding a build side in memory; the session's own choice is restored after.
 async fn run_with_sort_merge_joins(
     ctx: &SessionContext,
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
 ) -> StatementRun {
+    let before = ctx.copied_config().options().optimizer.prefer_hash_join;
     if let Err(e) = set_prefer_hash_join(ctx, false).await {
         return (Err(e), None);
     }
     let (result, plan) = run_planned(ctx, sql, n, cluster).await;
-    match set_prefer_hash_join(ctx, true).await {
+    match set_prefer_hash_join(ctx, before).await {
         Ok(()) => (result, plan),
         Err(e) => (Err(e), plan),
     }
