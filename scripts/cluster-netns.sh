@@ -170,16 +170,24 @@ start() {
 }
 
 # CPU seconds (user and system) each started process has used so far, a "name seconds" line
-# each; and a run's share of them, from the lines before and after it.
+# each ("name -" once it has exited: the rows, not this report, decide a run's outcome); and
+# a run's share of them, from the lines before and after it.
 cpu_now() {
-    local i
+    local i stat
     for i in "${!pids[@]}"; do
-        sed 's/^.*) //' "/proc/${pids[$i]}/stat" |
+        if ! stat=$(cat "/proc/${pids[$i]}/stat" 2>/dev/null); then
+            echo "${names[$i]} -"
+            continue
+        fi
+        echo "${stat##*) }" |
             awk -v name="${names[$i]}" -v hz="$(getconf CLK_TCK)" '{print name, ($12 + $13) / hz}'
     done
 }
 cpu_used() { # before after -> "name N s, …"
-    paste -d ' ' <(echo "$1") <(echo "$2") | awk '{printf "%s%s %.0f s", sep, $1, $4 - $2; sep = ", "}'
+    paste -d ' ' <(echo "$1") <(echo "$2") | awk '{
+        printf "%s%s ", sep, $1; sep = ", "
+        if ($2 == "-" || $4 == "-") printf "exited"; else printf "%.0f s", $4 - $2
+    }'
 }
 
 # Waits until ADDRESS:PORT accepts connections from HOST (60 s at most).
