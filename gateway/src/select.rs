@@ -6,6 +6,15 @@
 //! waits, and when the client goes away the channel closes and the engine's next `write` or
 //! `progress` fails, which stops the scan. Memory per select is therefore the engine's chunk
 //! buffers plus at most [`CHANNEL_DEPTH`] Records payloads.
+//!
+//! Admission: at most `max_running` selects scan at once and as many again wait for a turn;
+//! beyond, 503 SlowDown. A select whose client stops reading steps aside ([`Slot`]): while
+//! its engine waits on the full channel it holds no turn, and it takes one again, as
+//! queued selects do, once the client reads. A client may open many selects and read them
+//! in its own order: Trino opens the selects of a join's probe side and reads none of them
+//! until the build side, whose selects it opens later, is done. Had the unread selects kept
+//! their turns, the build side's would have waited forever. [`MAX_OPEN`] bounds the
+//! selects open at all (each holds an engine thread).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -27,6 +36,7 @@ use sift_engine::{
     JsonInput, JsonOutput, JsonType, ObjectSource, OutputSerialization, QuoteFields, ScanRange,
     Select, SelectError, SelectRequest, Sink, Stats,
 };
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::metrics::Metrics;
@@ -42,6 +52,10 @@ pub const MAX_RECORDS_PAYLOAD: usize = 128 * 1024 - 256;
 /// Records payloads buffered between the engine and the client.
 pub const CHANNEL_DEPTH: usize = 8;
 
+/// Selects open at once, scanning, queued or waiting for their clients: each holds a
+/// blocking thread (tokio's pool has 512) and its buffers.
+pub const MAX_OPEN: usize = 256;
+
 /// How long the stream may stay silent before a Cont event tells the client (and any proxy)
 /// that the scan is still going.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
@@ -55,6 +69,8 @@ pub struct SelectService {
     running: Arc<Semaphore>,
     /// Permits to be admitted at all (running plus queued).
     admitted: Arc<Semaphore>,
+    /// Permits to be open ([`MAX_OPEN`]).
+    open: Arc<Semaphore>,
     metrics: Arc<Metrics>,
 }
 
@@ -68,6 +84,7 @@ impl SelectService {
             threads: threads.max(1),
             running: Arc::new(Semaphore::new(max_running)),
             admitted: Arc::new(Semaphore::new(2 * max_running)),
+            open: Arc::new(Semaphore::new(MAX_OPEN)),
             metrics: Arc::default(),
         }
     }
@@ -96,7 +113,7 @@ impl SelectService {
             .map_err(engine_error)?
             .with_threads(self.threads);
 
-        let admitted = self.admit()?;
+        let (open_permit, admitted) = self.admit()?;
         let running = self
             .running
             .clone()
@@ -107,15 +124,19 @@ impl SelectService {
         let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
         // The permits go with the engine, not the response: a select counts against the
         // limit for as long as it scans, even after its client has gone.
-        let permits = [admitted, running];
+        let slot = Slot {
+            admitted: Some(admitted),
+            running: Some(running),
+            turns: Arc::clone(&self.running),
+            _open: open_permit,
+        };
         let metrics = self.metrics.clone();
         let started = std::time::Instant::now();
         tokio::task::spawn_blocking(move || {
             let in_flight = metrics.select_started();
-            let stats = scan(select, open, tx, progress);
+            let stats = scan(select, open, tx, slot, progress);
             drop(in_flight);
             metrics.select_finished(stats.as_ref(), started.elapsed());
-            drop(permits);
         });
 
         let mut stream = EventStream::new(rx);
@@ -127,16 +148,52 @@ impl SelectService {
 }
 
 impl SelectService {
-    /// A place among the running and queued selects, or 503 SlowDown when there is none.
-    fn admit(&self) -> S3Result<OwnedSemaphorePermit> {
-        self.admitted.clone().try_acquire_owned().map_err(|_| {
+    /// A place among the open selects and among the running and queued ones, or 503
+    /// SlowDown when there is none.
+    fn admit(&self) -> S3Result<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let slow_down = |_| {
             let mut e = s3_error!(
                 SlowDown,
                 "too many selects are running or queued; retry with backoff"
             );
             e.set_status_code(hyper::StatusCode::SERVICE_UNAVAILABLE);
             e
-        })
+        };
+        let open = self.open.clone().try_acquire_owned().map_err(slow_down)?;
+        let admitted = self
+            .admitted
+            .clone()
+            .try_acquire_owned()
+            .map_err(slow_down)?;
+        Ok((open, admitted))
+    }
+}
+
+/// A select's place: the admission it came in by and its turn to scan, until it first
+/// steps aside, and its place among the open selects for its whole life.
+struct Slot {
+    admitted: Option<OwnedSemaphorePermit>,
+    running: Option<OwnedSemaphorePermit>,
+    turns: Arc<Semaphore>,
+    _open: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    /// Gives the turn (and the admission) up while the client is not reading.
+    fn step_aside(&mut self) {
+        self.running = None;
+        self.admitted = None;
+    }
+
+    /// Waits for a turn again, on the engine's blocking thread. The select is in already,
+    /// so it needs no admission, only a turn.
+    fn come_back(&mut self) {
+        if self.running.is_none() {
+            let turns = Arc::clone(&self.turns);
+            self.running = tokio::runtime::Handle::current()
+                .block_on(turns.acquire_owned())
+                .ok();
+        }
     }
 }
 
@@ -148,7 +205,13 @@ enum Msg {
 }
 
 /// Runs the scan, sending its output and end to `tx`; returns its stats when it succeeded.
-fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool) -> Option<Stats> {
+fn scan(
+    select: Select,
+    open: OpenSource,
+    tx: mpsc::Sender<Msg>,
+    slot: Slot,
+    progress: bool,
+) -> Option<Stats> {
     let source = match open() {
         Ok(s) => s,
         Err(e) => {
@@ -161,6 +224,7 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
     };
     let mut sink = ChannelSink {
         tx: tx.clone(),
+        slot,
         buf: Vec::with_capacity(MAX_RECORDS_PAYLOAD),
         progress,
         last_progress: Stats::default(),
@@ -170,6 +234,8 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
         Ok(stats)
     });
     let stats = result.as_ref().ok().copied();
+    // The scan is over: its turn goes before the end waits for the client to read.
+    drop(sink);
     // If the client is gone this fails, which is fine: nobody is listening.
     let _ = tx.blocking_send(Msg::Done(result));
     stats
@@ -179,6 +245,7 @@ fn scan(select: Select, open: OpenSource, tx: mpsc::Sender<Msg>, progress: bool)
 /// [`MAX_RECORDS_PAYLOAD`] bytes (a payload may end mid-row, as S3's do).
 struct ChannelSink {
     tx: mpsc::Sender<Msg>,
+    slot: Slot,
     buf: Vec<u8>,
     progress: bool,
     /// The last Progress sent (none yet: zeros): the engine reports again after its last
@@ -194,8 +261,17 @@ fn client_gone() -> SelectError {
 }
 
 impl ChannelSink {
-    fn send(&self, msg: Msg) -> Result<(), SelectError> {
-        self.tx.blocking_send(msg).map_err(|_| client_gone())
+    /// Sends `msg`, stepping aside while the client lets the channel fill.
+    fn send(&mut self, msg: Msg) -> Result<(), SelectError> {
+        let msg = match self.tx.try_send(msg) {
+            Ok(()) => return Ok(()),
+            Err(TrySendError::Closed(_)) => return Err(client_gone()),
+            Err(TrySendError::Full(msg)) => msg,
+        };
+        self.slot.step_aside();
+        self.tx.blocking_send(msg).map_err(|_| client_gone())?;
+        self.slot.come_back();
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), SelectError> {
@@ -543,6 +619,7 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(64);
         let mut sink = ChannelSink {
             tx,
+            slot: scanning_slot(&SelectService::new(Dialect::Aws, 1, 1)),
             buf: Vec::new(),
             progress: false,
             last_progress: Stats::default(),
@@ -574,11 +651,54 @@ mod tests {
         drop(rx);
         let mut sink = ChannelSink {
             tx,
+            slot: scanning_slot(&SelectService::new(Dialect::Aws, 1, 1)),
             buf: Vec::new(),
             progress: false,
             last_progress: Stats::default(),
         };
         assert!(sink.progress(&Stats::default()).is_err());
+    }
+
+    /// A slot of `service`'s that is scanning.
+    fn scanning_slot(service: &SelectService) -> Slot {
+        let (open, admitted) = service.admit().expect("room");
+        Slot {
+            admitted: Some(admitted),
+            running: Some(service.running.clone().try_acquire_owned().expect("a turn")),
+            turns: Arc::clone(&service.running),
+            _open: open,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_select_its_client_does_not_read_lets_others_scan() {
+        let service = SelectService::new(Dialect::Aws, 1, 1);
+        let (tx, mut rx) = mpsc::channel(1);
+        let mut sink = ChannelSink {
+            tx,
+            slot: scanning_slot(&service),
+            buf: Vec::new(),
+            progress: false,
+            last_progress: Stats::default(),
+        };
+        assert_eq!(service.running.available_permits(), 0);
+        // The first payload fills the channel; the second waits for a client that does not
+        // read, without the turn.
+        let engine = tokio::task::spawn_blocking(move || {
+            sink.send(Msg::Records(Bytes::from_static(b"a")))?;
+            sink.send(Msg::Records(Bytes::from_static(b"b")))?;
+            Ok::<_, SelectError>(sink)
+        });
+        let other = tokio::time::timeout(Duration::from_secs(10), service.running.acquire())
+            .await
+            .expect("another select gets the turn while the client does not read")
+            .expect("open semaphore");
+        drop(other);
+        // Reading lets the first select go on, with a turn again.
+        assert!(rx.recv().await.is_some());
+        let sink = engine.await.expect("engine thread").expect("sent");
+        assert!(sink.slot.running.is_some());
+        assert_eq!(service.running.available_permits(), 0);
     }
 
     #[test]
