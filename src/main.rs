@@ -4,6 +4,7 @@ mod demo_cmd;
 mod gateway_cmd;
 mod select_cmd;
 mod tpcds_cmd;
+mod trino_cmd;
 
 use std::fmt::Display;
 use std::future::Future;

@@ -34,6 +34,12 @@ pub enum TpcdsCommand {
     /// Start a Ballista executor of a scheduler's: it runs the scans, sending their requests
     /// straight to the storage endpoints with its own credentials.
     Executor(ExecutorArgs),
+    /// Print the CREATE SCHEMA / CREATE TABLE statements that make Trino's Hive connector
+    /// read the objects `load` wrote (with S3 Select pushdown possible on every table).
+    TrinoDdl(crate::trino_cmd::DdlArgs),
+    /// Run the queries through a Trino server with its S3 Select pushdown off and on, in
+    /// `run`'s output layout.
+    TrinoRun(Box<crate::trino_cmd::RunArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -122,8 +128,9 @@ pub struct DataArgs {
     /// Parts generated at once (default: the number of cores).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// csv (dsdgen's flat files, as the Ceph benchmark) or parquet (one Parquet file per
-    /// part, Snappy).
+    /// csv (dsdgen's flat files, as the Ceph benchmark), csv-gzip (the same, each part
+    /// gzipped: what Trino up to 426 pushes S3 Select down on; load it under its own
+    /// --prefix) or parquet (one Parquet file per part, Snappy).
     #[arg(long, default_value = "csv")]
     pub format: Format,
 }
@@ -181,7 +188,7 @@ pub struct RunArgs {
     /// all, ceph72 (the Ceph/IBM benchmark's 72), or a list like 3,7,10-12.
     #[arg(long, default_value = "ceph72")]
     pub queries: String,
-    /// The format the data was loaded in: csv or parquet.
+    /// The format the data was loaded in: csv, csv-gzip or parquet.
     #[arg(long, default_value = "csv")]
     pub format: Format,
     /// Runs per query and mode; the median time is reported.
@@ -249,6 +256,8 @@ pub fn run(command: TpcdsCommand) -> ExitCode {
                 TpcdsCommand::Load(args) => load(args).await,
                 TpcdsCommand::Run(args) => run_queries(*args).await,
                 TpcdsCommand::Report(args) => write_report(&args.dir),
+                TpcdsCommand::TrinoDdl(args) => crate::trino_cmd::ddl(&args),
+                TpcdsCommand::TrinoRun(args) => crate::trino_cmd::run(*args).await,
                 TpcdsCommand::Scheduler(args) => {
                     log_to_stderr();
                     // The scheduler plans scans but sends no request: any region will do, and

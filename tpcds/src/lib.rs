@@ -6,6 +6,7 @@
 pub mod cluster;
 pub mod error;
 pub mod load;
+mod metrics;
 pub mod net;
 mod plan_text;
 pub mod probe;
@@ -16,6 +17,7 @@ pub mod run;
 pub mod s3;
 pub mod scan;
 pub mod tls;
+pub mod trino;
 
 /// The data (generator, schema, parts, Parquet), from the crate that builds without
 /// DataFusion and the AWS SDK.

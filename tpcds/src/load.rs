@@ -167,6 +167,13 @@ fn write_part<W: Write + Send>(
             data::write_rows(part.table, scale, part.rows.clone(), &mut out)?;
             Ok(())
         }
+        Format::CsvGzip => {
+            // gzip's own default level, as `gzip` compresses.
+            let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
+            data::write_rows(part.table, scale, part.rows.clone(), &mut gz)?;
+            gz.finish()?;
+            Ok(())
+        }
         Format::Parquet => {
             let schema = table_schema(part.table).ok_or_else(|| {
                 io::Error::new(

@@ -31,12 +31,12 @@ use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::LogicalPlanNode;
 use md5::{Digest, Md5};
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::cluster::{stages, SchedulerUrl, SiftCodec};
 use crate::error::{Error, Result};
 use crate::layout::Format;
 use crate::load::list_keys;
+use crate::metrics;
 use crate::net::Link;
 use crate::probe::{self, SelectBehaviour};
 use crate::queries;
@@ -191,15 +191,20 @@ struct StatementRows {
 
 impl StatementRows {
     fn digest(&self) -> [u8; 16] {
-        let mut sorted: Vec<&String> = self.lines.iter().collect();
-        sorted.sort();
-        let mut md5 = Md5::new();
-        for line in sorted {
-            md5.update(line.as_bytes());
-            md5.update(b"\n");
-        }
-        md5.finalize().into()
+        rows_digest(&self.lines)
     }
+}
+
+/// The order-independent checksum of a statement's rows: MD5 of its sorted lines.
+pub(crate) fn rows_digest(lines: &[String]) -> [u8; 16] {
+    let mut sorted: Vec<&String> = lines.iter().collect();
+    sorted.sort();
+    let mut md5 = Md5::new();
+    for line in sorted {
+        md5.update(line.as_bytes());
+        md5.update(b"\n");
+    }
+    md5.finalize().into()
 }
 
 /// Formats a rate like `1 Gbit/s` from bytes per second.
@@ -541,7 +546,7 @@ async fn discover(
         if objects.is_empty() {
             let flag = match format {
                 Format::Csv => String::new(),
-                Format::Parquet => " --format parquet".into(),
+                other => format!(" --format {}", other.name()),
             };
             return Err(Error::Invalid(format!(
                 "no data for table {} at s3://{}/{table_prefix}: run `sift tpcds load --sf {scale}{flag}` first",
@@ -550,9 +555,11 @@ async fn discover(
         }
         let line_bytes = match format {
             Format::Csv => sample_line_bytes(store, &objects[0]).await?,
+            // A gzip part is read whole: its uncompressed size is not known before, so the
+            // estimate is the rows' compressed bytes (as for Parquet).
             // A Parquet file has no lines: bytes per generated row, for the same purpose
             // (DataFusion's row estimates).
-            Format::Parquet => {
+            Format::Parquet | Format::CsvGzip => {
                 let total: u64 = objects.iter().map(|(_, size)| size).sum();
                 let rows = crate::data::source_row_count(schema.name, scale)?.max(1);
                 total as f64 / rows as f64
@@ -924,9 +931,7 @@ impl<'a> Column<'a> {
         match self {
             Column::Float(values) => {
                 if let Some(Some(v)) = values.get(row) {
-                    // Round to 12 significant digits, then print the shortest form.
-                    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(*v);
-                    let _ = write!(out, "{rounded}");
+                    out.push_str(&format_float(*v));
                 }
             }
             Column::Other(Some(formatter)) => {
@@ -937,7 +942,13 @@ impl<'a> Column<'a> {
     }
 }
 
-fn write_rows(path: &Path, lines: &[String]) -> Result<()> {
+/// A float as rows files show it: rounded to 12 significant digits, then the shortest form.
+pub(crate) fn format_float(v: f64) -> String {
+    let rounded: f64 = format!("{v:.11e}").parse().unwrap_or(v);
+    format!("{rounded}")
+}
+
+pub(crate) fn write_rows(path: &Path, lines: &[String]) -> Result<()> {
     let mut text = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     for line in lines {
         text.push_str(line);
@@ -947,18 +958,18 @@ fn write_rows(path: &Path, lines: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
     std::fs::write(path, text)?;
     Ok(())
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn median(values: &mut [f64]) -> f64 {
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
     match values.len() {
         0 => 0.0,
@@ -1061,9 +1072,13 @@ fn plan_total(plans: &[Option<Plan>], name: &str) -> u64 {
         .sum()
 }
 
-/// Each endpoint's gateway CPU seconds ([`gateway_cpu_seconds`]).
+/// Each endpoint's gateway CPU seconds, where it publishes them ([`metrics::read`]).
 async fn gateways_cpu_seconds(endpoints: &[String]) -> Vec<Option<f64>> {
-    futures::future::join_all(endpoints.iter().map(|e| gateway_cpu_seconds(e))).await
+    let readings = futures::future::join_all(endpoints.iter().map(|e| metrics::read(e))).await;
+    readings
+        .into_iter()
+        .map(|r| r.map(|r| r.cpu_seconds))
+        .collect()
 }
 
 /// CPU seconds spent between two readings, over the gateways read both times; `None` when
@@ -1075,31 +1090,6 @@ fn cpu_spent(before: &[Option<f64>], after: &[Option<f64>]) -> Option<f64> {
         .filter_map(|(b, a)| Some(a.as_ref()? - b.as_ref()?))
         .collect();
     (!spent.is_empty()).then(|| spent.iter().sum())
-}
-
-/// The gateway's `process_cpu_seconds_total` from `ENDPOINT/metrics`, if it has one.
-async fn gateway_cpu_seconds(endpoint: &str) -> Option<f64> {
-    let authority = endpoint
-        .strip_prefix("http://")?
-        .split('/')
-        .next()?
-        .to_string();
-    let fetch = async {
-        let mut stream = tokio::net::TcpStream::connect(&authority).await.ok()?;
-        let request =
-            format!("GET /metrics HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.ok()?;
-        response
-            .lines()
-            .find_map(|l| l.strip_prefix("process_cpu_seconds_total "))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(5), fetch)
-        .await
-        .ok()
-        .flatten()
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::pushdown::{self, Naming, Pred};
 /// How the store's SQL names the columns of a table stored in `format`.
 pub(super) fn naming(format: Format, schema: &Schema, behaviour: SelectBehaviour) -> Naming<'_> {
     match format {
-        Format::Csv => Naming::Positional {
+        Format::Csv | Format::CsvGzip => Naming::Positional {
             empty_is_null: behaviour.empty_is_null,
         },
         Format::Parquet => Naming::Named(schema),

@@ -265,8 +265,12 @@ async fn select(
     // serialization options as the raw text between the tags, decoding only `&#10;`. It took
     // the `&` of `&#xA;` for the record delimiter and answered every select with no rows.
     // Left out, the option means the same to every store.
+    let compression = match format {
+        Format::CsvGzip => CompressionType::Gzip,
+        Format::Csv | Format::Parquet => CompressionType::None,
+    };
     let input = match format {
-        Format::Csv => InputSerialization::builder().csv(
+        Format::Csv | Format::CsvGzip => InputSerialization::builder().csv(
             CsvInput::builder()
                 .file_header_info(FileHeaderInfo::None)
                 .field_delimiter(char::from(FIELD_DELIMITER))
@@ -276,7 +280,7 @@ async fn select(
         ),
         Format::Parquet => InputSerialization::builder().parquet(ParquetInput::builder().build()),
     }
-    .compression_type(CompressionType::None)
+    .compression_type(compression)
     .build();
     let output = OutputSerialization::builder()
         .csv(

@@ -379,8 +379,9 @@ impl FileOpener for ScanOpener {
             output: Arc::clone(&output),
         };
         let batches = match (source.mode, source.table.format) {
-            (Mode::Fetch, Format::Csv) => FetchedCsv {
+            (Mode::Fetch, Format::Csv | Format::CsvGzip) => FetchedCsv {
                 requests,
+                format: source.table.format,
                 file_schema: Arc::clone(&source.table.file_schema),
                 read: source.read_columns(),
                 keep,

@@ -80,9 +80,12 @@ impl Keep {
     }
 }
 
-/// Fetched dsdgen text.
+/// Fetched dsdgen text: ranged chunks of plain parts, or gzip parts whole (each inflated
+/// off the async threads before decoding).
 pub(super) struct FetchedCsv {
     pub(super) requests: Requests,
+    /// [`Format::Csv`] or [`Format::CsvGzip`].
+    pub(super) format: Format,
     /// The file's columns: the table's, and the empty field after the trailing `|`.
     pub(super) file_schema: SchemaRef,
     /// The table columns decoded.
@@ -99,11 +102,31 @@ impl FetchedCsv {
             .with_projection(self.read)
             .build_decoder();
         let keep = self.keep;
-        let bodies = self.requests.bodies(Arc::from(""), Format::Csv);
+        let bodies = self.requests.bodies(Arc::from(""), self.format);
+        let bodies = match self.format {
+            Format::CsvGzip => bodies
+                .and_then(|body| async move {
+                    tokio::task::spawn_blocking(move || gunzip(&body))
+                        .await
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?
+                })
+                .boxed(),
+            _ => bodies,
+        };
         decode(bodies, decoder)
             .map(move |batch| batch.and_then(|b| keep.apply(b)))
             .boxed()
     }
+}
+
+/// A whole gzip part's text (every member, as `gzip -d` reads concatenated streams).
+fn gunzip(body: &[u8]) -> DfResult<Bytes> {
+    use std::io::Read;
+    let mut text = Vec::with_capacity(body.len().saturating_mul(4));
+    flate2::read::MultiGzDecoder::new(body)
+        .read_to_end(&mut text)
+        .map_err(|e| DataFusionError::Execution(format!("a gzip part does not inflate: {e}")))?;
+    Ok(Bytes::from(text))
 }
 
 /// Fetched Parquet parts, each whole (a Parquet file is read from its footer).

@@ -386,8 +386,8 @@ impl TableDef {
     /// at most `target` partitions, keeping each object's requests together and in order.
     fn plan_requests(&self, mode: Mode, target: usize) -> Vec<Vec<Request>> {
         let step = match (mode, self.format) {
-            // A Parquet file is read from its footer: fetched whole.
-            (Mode::Fetch, Format::Parquet) => u64::MAX,
+            // A Parquet file is read from its footer, a gzip stream from its start: whole.
+            (_, Format::CsvGzip) | (Mode::Fetch, Format::Parquet) => u64::MAX,
             (Mode::Fetch, Format::Csv) => self.store.fetch_chunk,
             (Mode::Pushdown | Mode::Dynamic, _) if self.store.behaviour.scan_ranges => {
                 self.store.split_size
