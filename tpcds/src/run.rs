@@ -555,10 +555,9 @@ async fn discover(
         }
         let line_bytes = match format {
             Format::Csv => sample_line_bytes(store, &objects[0]).await?,
-            // A gzip part is read whole: its uncompressed size is not known before, so the
-            // estimate is the rows' compressed bytes (as for Parquet).
-            // A Parquet file has no lines: bytes per generated row, for the same purpose
-            // (DataFusion's row estimates).
+            // A Parquet file has no lines, and a gzip part's lines are known only once it is
+            // inflated: bytes of the object per generated row, for the same purpose
+            // (DataFusion's row estimates from object sizes).
             Format::Parquet | Format::CsvGzip => {
                 let total: u64 = objects.iter().map(|(_, size)| size).sum();
                 let rows = crate::data::source_row_count(schema.name, scale)?.max(1);
