@@ -118,7 +118,7 @@ pub struct MemoryUse {
 }
 
 /// Totals of one mode (`summary.json`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ModeTotals {
     pub queries: usize,
     pub seconds: f64,
@@ -326,15 +326,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         let plans_dir = options.out.join("plans").join(mode.name());
         std::fs::create_dir_all(&plans_dir)?;
         let cpu_before = gateways_cpu_seconds(&endpoint.endpoints).await;
-        let mut totals = ModeTotals {
-            queries: 0,
-            seconds: 0.0,
-            bytes_received: 0,
-            bytes_scanned: 0,
-            gateway_cpu_seconds: None,
-            retries: 0,
-            endpoints: Vec::new(),
-        };
+        let mut totals = ModeTotals::default();
         let mut per_endpoint = vec![(0, 0); endpoint.endpoints.len()];
         for &n in &options.queries {
             let sql = queries::query(n).ok_or_else(|| Error::Invalid(format!("no query {n}")))?;

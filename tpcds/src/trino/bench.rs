@@ -130,15 +130,7 @@ pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
         let before = gateway_reading(options).await;
-        let mut totals = ModeTotals {
-            queries: 0,
-            seconds: 0.0,
-            bytes_received: 0,
-            bytes_scanned: 0,
-            gateway_cpu_seconds: None,
-            retries: 0,
-            endpoints: Vec::new(),
-        };
+        let mut totals = ModeTotals::default();
         for (&n, statements) in &sql {
             let mut times = Vec::new();
             let mut last = None;
