@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use clap::Args;
 use sift_tpcds::error::{Error, Result};
 use sift_tpcds::queries;
-use sift_tpcds::scan::Mode;
 use sift_tpcds::trino::bench::{self, TrinoRunOptions, TrinoSummary};
 use sift_tpcds::trino::ddl::{self, DdlOptions};
 
@@ -81,12 +80,8 @@ pub struct RunArgs {
 /// Turns the flags into the run's options; every flag error names its flag.
 pub fn run_options(args: &RunArgs) -> Result<TrinoRunOptions> {
     let flag = |flag: &'static str| move |message: String| Error::Flag { flag, message };
+    // `bench::run` refuses dynamic mode (Sift's own) before it connects.
     let modes = crate::tpcds_cmd::parse_modes(&args.mode).map_err(flag("--mode"))?;
-    if modes.contains(&Mode::Dynamic) {
-        return Err(flag("--mode")(
-            "Trino runs fetch (pushdown off) and pushdown (on); dynamic is Sift's own".into(),
-        ));
-    }
     let queries =
         queries::parse_set(&args.queries).map_err(|e| flag("--queries")(e.to_string()))?;
     if let Some(dir) = &args.compare_with {

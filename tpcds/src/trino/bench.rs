@@ -24,7 +24,7 @@ use super::dialect;
 use crate::error::{Error, Result};
 use crate::metrics::{self, GatewayReading};
 use crate::queries;
-use crate::run::{compare_modes, format_float, median, rows_digest, write_json, write_rows};
+use crate::run::{compare_modes, format_float, hex, median, rows_digest, write_json, write_rows};
 use crate::run::{Comparison, ModeTotals, QueryResult};
 use crate::scan::Mode;
 
@@ -113,11 +113,10 @@ pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
     let mut selects = BTreeMap::new();
     let mut empty_statements = Vec::new();
     let mut failed_statements = Vec::new();
-    let mut rounded = Vec::new();
-    let mut differences = Vec::new();
-    let mut known = Vec::new();
-    // Each statement's rows in the first mode, which the later ones must equal.
-    let mut first_rows: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut checks = Checks::new(
+        options.compare_with.clone(),
+        options.modes.first().copied().unwrap_or(Mode::Fetch),
+    );
     for (mode_index, &mode) in options.modes.iter().enumerate() {
         client.set_session(
             &format!("{}.s3_select_pushdown_enabled", options.catalog),
@@ -182,39 +181,7 @@ pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
                         Ok(_) => {}
                     }
                 }
-                match first_rows.get(&name) {
-                    None => {
-                        if let Some(dir) = &options.compare_with {
-                            match compare_with_sift(dir, &name, &lines)? {
-                                Outcome::Equal => {}
-                                Outcome::EqualRounded(columns) => {
-                                    rounded.push(format!("{name}: {}", describe(&columns)))
-                                }
-                                Outcome::EqualWithinOneUnit(columns) => rounded.push(format!(
-                                    "{name}: {}, some one unit apart",
-                                    describe(&columns)
-                                )),
-                                Outcome::Differ(what) => match dialect::known_difference(&name) {
-                                    Some(cause) => known.push(format!("{name}: {cause} ({what})")),
-                                    None => differences.push(format!(
-                                        "{name} in {mode} mode vs Sift's fetch: {what}"
-                                    )),
-                                },
-                            }
-                        }
-                        first_rows.insert(name, lines);
-                    }
-                    Some(reference) => {
-                        // The same cause makes ties that a LIMIT may cut either way.
-                        if let Outcome::Differ(what) = compare(reference, &lines) {
-                            let vs = format!("{name} in {mode} mode vs {}", options.modes[0]);
-                            match dialect::known_difference(&name) {
-                                Some(cause) => known.push(format!("{vs}: {cause} ({what})")),
-                                None => differences.push(format!("{vs}: {what}")),
-                            }
-                        }
-                    }
-                }
+                checks.check(name, mode, lines)?;
             }
             let result = QueryResult {
                 query: format!("q{n}"),
@@ -223,7 +190,7 @@ pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
                 bytes_received,
                 bytes_scanned,
                 rows,
-                checksum: crate::run::hex(&digest.finalize()),
+                checksum: hex(&digest.finalize()),
                 error: (!errors.is_empty()).then(|| errors.join("; ")),
                 spills: 0,
                 sort_merge_retry: false,
@@ -279,9 +246,9 @@ pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
             .compare_with
             .as_ref()
             .map(|d| d.display().to_string()),
-        equal_after_rounding: rounded,
-        differences,
-        known_differences: known,
+        equal_after_rounding: checks.rounded,
+        differences: checks.differences,
+        known_differences: checks.known,
     };
     write_json(&options.out.join("results.json"), &results)?;
     write_json(&options.out.join("summary.json"), &summary)?;
@@ -364,6 +331,70 @@ fn rows_text(answer: &Answer) -> Vec<String> {
             line
         })
         .collect()
+}
+
+/// Every statement's rows against Sift's (in the first mode) and against the first mode's
+/// (in the others), sorted into the summary's lists.
+struct Checks {
+    /// A `sift tpcds run` directory.
+    compare_with: Option<PathBuf>,
+    first_mode: Mode,
+    /// Each statement's rows in the first mode.
+    first_rows: BTreeMap<String, Vec<String>>,
+    rounded: Vec<String>,
+    differences: Vec<String>,
+    known: Vec<String>,
+}
+
+impl Checks {
+    fn new(compare_with: Option<PathBuf>, first_mode: Mode) -> Checks {
+        Checks {
+            compare_with,
+            first_mode,
+            first_rows: BTreeMap::new(),
+            rounded: Vec::new(),
+            differences: Vec::new(),
+            known: Vec::new(),
+        }
+    }
+
+    fn check(&mut self, name: String, mode: Mode, lines: Vec<String>) -> Result<()> {
+        let Some(reference) = self.first_rows.get(&name) else {
+            if let Some(dir) = &self.compare_with {
+                match compare_with_sift(dir, &name, &lines)? {
+                    Outcome::Equal => {}
+                    Outcome::EqualRounded(columns) => {
+                        self.rounded.push(format!("{name}: {}", describe(&columns)))
+                    }
+                    Outcome::EqualWithinOneUnit(columns) => self.rounded.push(format!(
+                        "{name}: {}, some one unit apart",
+                        describe(&columns)
+                    )),
+                    Outcome::Differ(what) => self.differ(
+                        &name,
+                        format!("{name} in {mode} mode vs Sift's fetch"),
+                        what,
+                    ),
+                }
+            }
+            self.first_rows.insert(name, lines);
+            return Ok(());
+        };
+        // A known cause (ties at a coarser scale) may also make a LIMIT cut either way.
+        if let Outcome::Differ(what) = compare(reference, &lines) {
+            let vs = format!("{name} in {mode} mode vs {}", self.first_mode);
+            self.differ(&name, vs, what);
+        }
+        Ok(())
+    }
+
+    /// Files a difference under its known cause, if `trino-differences.tsv` lists one.
+    fn differ(&mut self, name: &str, what_vs_what: String, what: String) {
+        match dialect::known_difference(name) {
+            Some(cause) => self.known.push(format!("{what_vs_what}: {cause} ({what})")),
+            None => self.differences.push(format!("{what_vs_what}: {what}")),
+        }
+    }
 }
 
 fn compare_with_sift(dir: &Path, name: &str, lines: &[String]) -> Result<Outcome> {
