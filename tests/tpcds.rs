@@ -7,7 +7,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{check, endpoint_args, loaded_gateway, sift, temp_dir, Gateway, ACCESS, SECRET};
+use common::{
+    check, endpoint_args, loaded_gateway, sift, sorted_rows, temp_dir, Gateway, ACCESS, SECRET,
+};
 
 const SF: &str = "0.01";
 
@@ -179,26 +181,6 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
     assert!(md.contains("pushdown vs fetch"), "{md}");
     assert!(out.join("charts/speedup-dynamic.png").exists());
     std::fs::remove_dir_all(&out).ok();
-}
-
-/// Each statement's rows, lines sorted (row order is free where ORDER BY leaves ties).
-fn sorted_rows(dir: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
-    std::fs::read_dir(dir)
-        .expect("rows dir")
-        .map(|e| {
-            let path = e.expect("entry").path();
-            let mut lines: Vec<String> = std::fs::read_to_string(&path)
-                .expect("rows")
-                .lines()
-                .map(str::to_string)
-                .collect();
-            lines.sort();
-            (
-                path.file_name().unwrap().to_string_lossy().into_owned(),
-                lines,
-            )
-        })
-        .collect()
 }
 
 /// A memory pool small enough that sorts and aggregations spill (32 MiB at SF 0.01): every

@@ -437,3 +437,23 @@ pub fn check(output: &std::process::Output, what: &str) {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Each statement's rows, lines sorted (row order is free where ORDER BY leaves ties).
+pub fn sorted_rows(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<String>> {
+    std::fs::read_dir(dir)
+        .expect("rows dir")
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let mut lines: Vec<String> = std::fs::read_to_string(&path)
+                .expect("rows")
+                .lines()
+                .map(str::to_string)
+                .collect();
+            lines.sort();
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                lines,
+            )
+        })
+        .collect()
+}
