@@ -25,6 +25,30 @@ SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/cluster-netns.sh
 # reason when scripts/trino.sh cannot install or start it.
 SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/trino-test.sh
 
+# Sift in upstream mode in front of a real SeaweedFS (S3 on 127.0.0.1). scripts/seaweedfs.sh
+# builds `weed` from the Go module proxy (once, a few minutes) and starts it; when it cannot,
+# the SeaweedFS tests are reported as skipped with its reason, never as passed. A failure is
+# kept in seaweedfs_status and fails the run at its end.
+seaweedfs_status=0
+seaweedfs_log=$(mktemp)
+if scripts/seaweedfs.sh start >"$seaweedfs_log.env" 2>"$seaweedfs_log"; then
+    (
+        set -a
+        # shellcheck disable=SC1091
+        . "${SIFT_SEAWEEDFS_ROOT:-/var/tmp/sift-seaweedfs}/run/env"
+        set +a
+        cargo test --workspace --locked --test seaweedfs -- --ignored
+    ) || seaweedfs_status=$?
+    if [[ $seaweedfs_status != 0 ]]; then
+        echo "FAILED: the SeaweedFS tests (tests/seaweedfs.rs), exit $seaweedfs_status"
+    fi
+    scripts/seaweedfs.sh stop >/dev/null 2>&1 || true
+    rm -f "$seaweedfs_log" "$seaweedfs_log.env"
+else
+    reason=$(grep 'cannot start' "$seaweedfs_log" | tail -1)
+    echo "SKIPPED: the SeaweedFS tests (tests/seaweedfs.rs): ${reason:-scripts/seaweedfs.sh failed; see $seaweedfs_log}"
+fi
+
 # Sift in front of a real Ceph RGW. scripts/ceph-rgw.sh builds (once, ~1 min) and starts a
 # standalone radosgw; when it cannot (not root, no Debian mirror), the RGW tests are reported
 # as skipped with its reason, never as passed. `--workspace`, as above: `-p sift` resolves
@@ -35,7 +59,7 @@ if scripts/ceph-rgw.sh start >"$rgw_log.env" 2>"$rgw_log"; then
     # shellcheck disable=SC1091
     . "${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}/run/env"
     set +a
-    status=0
+    status=$seaweedfs_status
     cargo test --workspace --locked --test rgw -- --ignored || status=$?
     # Last, as it takes RGW down: the defect docs/gateway.md reports, one select that ends
     # radosgw 18.2.7 (scripts/rgw-crash.sh). Another version is only reported.
@@ -52,3 +76,4 @@ else
     reason=$(grep 'cannot start' "$rgw_log" | tail -1)
     echo "SKIPPED: the Ceph RGW tests (tests/rgw.rs): ${reason:-scripts/ceph-rgw.sh failed; see $rgw_log}"
 fi
+exit "$seaweedfs_status"
