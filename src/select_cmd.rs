@@ -59,6 +59,12 @@ pub struct SelectArgs {
     /// Output record delimiter.
     #[arg(long, default_value = "\\n")]
     output_record_delimiter: String,
+    /// Output quote character (CSV output).
+    #[arg(long, default_value = "\"")]
+    output_quote: String,
+    /// Output quote escape character (CSV output).
+    #[arg(long, default_value = "\"")]
+    output_quote_escape: String,
     #[arg(long, value_enum, default_value_t = SqlDialect::Aws)]
     dialect: SqlDialect,
     /// Worker threads (chunks in parallel, output in order).
@@ -199,7 +205,8 @@ fn build_request(args: &SelectArgs) -> Result<SelectRequest, String> {
             },
             field_delimiter: unescape(&args.output_field_delimiter),
             record_delimiter: unescape(&args.output_record_delimiter),
-            ..CsvOutput::default()
+            quote_character: args.output_quote.clone(),
+            quote_escape_character: args.output_quote_escape.clone(),
         }),
         OutFormat::Json => OutputSerialization::Json(JsonOutput {
             record_delimiter: unescape(&args.output_record_delimiter),

@@ -220,6 +220,31 @@ fn select_reads_stdin_with_dsdgen_options_and_json_output() {
 }
 
 #[test]
+fn select_writes_csv_with_the_output_quote_flags() {
+    let out = sift(
+        &[
+            "select",
+            "--file",
+            "-",
+            "--quote-fields",
+            "always",
+            "--output-quote",
+            "'",
+            "--output-quote-escape",
+            "\\",
+            "SELECT s._1 FROM S3Object s",
+        ],
+        Some(b"it's\nplain\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "'it\\'s'\n'plain'\n");
+}
+
+#[test]
 fn select_applies_scan_range_and_threads() {
     let data: Vec<u8> = (0..5000)
         .flat_map(|i| format!("{i},x\n").into_bytes())
