@@ -262,3 +262,27 @@ class AwsCli:
 def aws(gateway, tmp_path_factory):
     """aws("s3", "ls", ...) runs `aws --endpoint-url <gateway> s3 ls ...`."""
     return AwsCli(gateway, tmp_path_factory.mktemp("aws-cli"))
+
+
+def last_lines(text: str, n: int = 5) -> str:
+    """The end of a tool's output on one line, for a skip or failure reason."""
+    return " | ".join(line.strip() for line in text.strip().splitlines()[-n:])
+
+
+def maven_classpath(pom: Path) -> str:
+    """The classpath of `pom`'s dependencies, as Maven resolves it (downloading into its local
+    repository, outside the clone, the first time). Skips the calling test when Java or Maven
+    is missing or the dependencies cannot be resolved."""
+    for tool in ("mvn", "java", "javac"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{pom.relative_to(REPO)} needs {tool}, which is not on PATH")
+    with tempfile.TemporaryDirectory(prefix="sift-maven-") as tmp:
+        out = Path(tmp) / "classpath"
+        run = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(pom), "dependency:build-classpath",
+             f"-Dmdep.outputFile={out}"],
+            capture_output=True, text=True, timeout=900)
+        if run.returncode != 0 or not out.exists():
+            pytest.skip(f"Maven could not resolve {pom.relative_to(REPO)}: "
+                        + last_lines(run.stdout + run.stderr))
+        return out.read_text().strip()
