@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command (README): every test of the workspace, the real Python clients,
-# the namespace cluster, Trino, and the Ceph RGW tests.
+# The project's test command (README): every test of the workspace, the real clients (Python,
+# Java, JavaScript, Hadoop S3A), the namespace cluster, Trino, SeaweedFS and the Ceph RGW tests.
 #
 # Tests build dependencies with optimisation (see [profile.dev.package."*"] in Cargo.toml) so
 # that the engine's tests over megabytes of CSV stay fast; the first build takes a few minutes.
@@ -9,10 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --locked "$@"
 
-# Real Python clients (boto3, the AWS CLI), the Docker files' checks and the peer suites
-# (ceph/s3-tests' and minio/mint's s3select tests, fetched by scripts/peer-suites.sh), against
-# the binary the tests above just built; the script installs what it needs into a venv
-# outside the clone. `-rs` prints the reason of every SKIPPED test.
+# Real clients (boto3, the AWS CLI, the AWS SDKs for Java v2 and JavaScript v3, Hadoop S3A),
+# the Docker files' checks and the peer suites (ceph/s3-tests' and minio/mint's s3select
+# tests, fetched by scripts/peer-suites.sh), against the binary the tests above just built;
+# the script installs what it needs (venv, Maven and npm packages) outside the clone. `-rs` prints the reason of every SKIPPED test.
 SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/py-clients.sh -q -rs
 
 # TPC-DS on a Ballista cluster over six network namespaces (a scheduler, two executors, two
