@@ -233,6 +233,7 @@ def test_select(sdk, objects, case):
                 assert values == sorted(values) and values[-1] <= stats[field], got["progress"]
         else:
             assert got["progress"] == []
+        assert 0 < got["largest_records"] <= MAX_RECORDS_PAYLOAD, got["largest_records"]
         assert got["records_events"] >= len(records) // MAX_RECORDS_PAYLOAD
     else:
         error = got["error"]

@@ -28,7 +28,7 @@ function counts(details) {
 
 /** One SelectObjectContent, every event recorded as the SDK hands it over. */
 async function select(s3, bucket, c) {
-  const answer = { progress: [], end: false, records_events: 0, error: null };
+  const answer = { progress: [], end: false, records_events: 0, largest_records: 0, error: null };
   const chunks = [];
   try {
     const out = await s3.send(
@@ -45,6 +45,7 @@ async function select(s3, bucket, c) {
     for await (const event of out.Payload) {
       if (event.Records) {
         answer.records_events += 1;
+        answer.largest_records = Math.max(answer.largest_records, event.Records.Payload.length);
         chunks.push(Buffer.from(event.Records.Payload));
       } else if (event.Stats) {
         answer.stats = counts(event.Stats.Details);

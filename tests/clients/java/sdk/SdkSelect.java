@@ -14,8 +14,8 @@
 //
 // ANSWERS.json: {"puts": {key: etag}, "selects": {name: answer}, "presign": {"url", "status",
 // "body"}} with, per select, the Records payloads (base64, concatenated), how many Records
-// events there were, Stats and each Progress as numbers, whether End came, and the error:
-// its code, message, HTTP status and whether Records came before it.
+// events there were and the largest one's size, Stats and each Progress as numbers, whether
+// End came, and the error: its code, message, HTTP status and whether Records came before it.
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -135,6 +135,7 @@ public class SdkSelect {
         ObjectNode answer = JSON.createObjectNode();
         ArrayNode progress = answer.putArray("progress");
         int[] recordsEvents = {0};
+        int[] largestRecords = {0};
         answer.put("end", false);
 
         SelectObjectContentRequest.Builder request = SelectObjectContentRequest.builder()
@@ -150,8 +151,10 @@ public class SdkSelect {
         SelectObjectContentResponseHandler handler = SelectObjectContentResponseHandler.builder()
                 .subscriber(SelectObjectContentResponseHandler.Visitor.builder()
                         .onRecords(e -> {
+                            byte[] payload = e.payload().asByteArray();
                             recordsEvents[0]++;
-                            records.writeBytes(e.payload().asByteArray());
+                            largestRecords[0] = Math.max(largestRecords[0], payload.length);
+                            records.writeBytes(payload);
                         })
                         .onStats(e -> answer.set("stats", stats(e.details())))
                         .onProgress(e -> progress.add(progress(e.details())))
@@ -187,6 +190,7 @@ public class SdkSelect {
         }
         answer.put("records", Base64.getEncoder().encodeToString(records.toByteArray()));
         answer.put("records_events", recordsEvents[0]);
+        answer.put("largest_records", largestRecords[0]);
         return answer;
     }
 
