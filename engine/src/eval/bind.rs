@@ -8,7 +8,7 @@
 
 use crate::err;
 use crate::error::Result;
-use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec};
+use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec, DEC_FIELD_MIN_SCALE};
 use crate::eval::func::Func;
 use crate::json::path::{KeySet, RowStep, Step};
 use crate::sql::ast::{
@@ -246,6 +246,7 @@ fn references_fields(e: &CExpr) -> bool {
                 | CExpr::Path { .. }
                 | CExpr::EmptyAsNullCast { .. }
                 | CExpr::IntFieldCmp { .. }
+                | CExpr::DecFieldCmp { .. }
                 | CExpr::IntFieldIn { .. }
                 | CExpr::StrFieldCmp { .. }
         );
@@ -263,6 +264,7 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
         | CExpr::Path { .. }
         | CExpr::EmptyAsNullCast { .. }
         | CExpr::IntFieldCmp { .. }
+        | CExpr::DecFieldCmp { .. }
         | CExpr::IntFieldIn { .. }
         | CExpr::StrFieldCmp { .. }
         | CExpr::AggResult(_) => {}
@@ -817,37 +819,93 @@ fn names_match(a: &Ident, name: &str, quoted: bool) -> bool {
     }
 }
 
-/// `a AND b`, with integer comparisons of one field merged into one node (Trino's ranges).
+/// `a AND b`, with the integer or decimal comparisons of one field merged into one node
+/// (Trino's ranges).
 ///
 /// Merging is exact: both nodes read the field the same way, and a row for which either is
-/// unknown (an empty or missing field) is unknown or false for both.
+/// unknown (an empty or missing field) is unknown or false for both. Decimal conditions are
+/// brought to the deeper of the two scales; if a constant does not fit there, the two nodes
+/// stay apart.
 fn merge_and(l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
-    if let (
-        CExpr::IntFieldCmp {
-            index: i1,
-            conds: c1,
-            empty_is_null: e1,
-            pos,
+    match (l.as_ref(), r.as_ref()) {
+        (
+            CExpr::IntFieldCmp {
+                index: i1,
+                conds: c1,
+                empty_is_null: e1,
+                pos,
+            },
+            CExpr::IntFieldCmp {
+                index: i2,
+                conds: c2,
+                empty_is_null: e2,
+                ..
+            },
+        ) if i1 == i2 && e1 == e2 => CExpr::IntFieldCmp {
+            index: *i1,
+            conds: c1.iter().chain(c2.iter()).copied().collect(),
+            empty_is_null: *e1,
+            pos: *pos,
         },
-        CExpr::IntFieldCmp {
-            index: i2,
-            conds: c2,
-            empty_is_null: e2,
-            ..
-        },
-    ) = (l.as_ref(), r.as_ref())
-    {
-        if i1 == i2 && e1 == e2 {
-            let conds: Vec<_> = c1.iter().chain(c2.iter()).copied().collect();
-            return CExpr::IntFieldCmp {
-                index: *i1,
-                conds: conds.into(),
-                empty_is_null: *e1,
-                pos: *pos,
-            };
+        (
+            CExpr::DecFieldCmp {
+                index: i1,
+                scale: s1,
+                conds: c1,
+                empty_is_null: e1,
+                pos,
+            },
+            CExpr::DecFieldCmp {
+                index: i2,
+                scale: s2,
+                conds: c2,
+                empty_is_null: e2,
+                ..
+            },
+        ) if i1 == i2 && e1 == e2 => {
+            let scale = (*s1).max(*s2);
+            let rescaled: Option<Box<[(CmpOp, i64)]>> = c1
+                .iter()
+                .map(|&(op, k)| Some((op, rescale_i64(k, *s1, scale)?)))
+                .chain(
+                    c2.iter()
+                        .map(|&(op, k)| Some((op, rescale_i64(k, *s2, scale)?))),
+                )
+                .collect();
+            match rescaled {
+                Some(conds) => CExpr::DecFieldCmp {
+                    index: *i1,
+                    scale,
+                    conds,
+                    empty_is_null: *e1,
+                    pos: *pos,
+                },
+                None => CExpr::And(l, r),
+            }
         }
+        _ => CExpr::And(l, r),
     }
-    CExpr::And(l, r)
+}
+
+/// `k` at scale `from` written at the deeper scale `to`, if it fits an i64.
+fn rescale_i64(k: i64, from: u8, to: u8) -> Option<i64> {
+    k.checked_mul(10i64.checked_pow(u32::from(to.checked_sub(from)?))?)
+}
+
+/// The constant of a [`CExpr::DecFieldCmp`]: `k` as an integer at its scale (the deeper of
+/// its own and [`DEC_FIELD_MIN_SCALE`]), if that fits the fast path's 18 digits.
+fn dec_constant(k: &Value<'_>) -> Option<(i64, u8)> {
+    let (mantissa, own_scale) = match k {
+        Value::Int(i) => (i128::from(*i), 0),
+        Value::Decimal(d) => (d.mantissa, d.scale),
+        _ => return None,
+    };
+    let scale = own_scale.max(DEC_FIELD_MIN_SCALE);
+    if scale > 18 {
+        return None;
+    }
+    let k = mantissa.checked_mul(10i128.checked_pow(u32::from(scale - own_scale))?)?;
+    Some((i64::try_from(k).ok()?, scale))
 }
 
 /// A comparison, specialised when one side reads a field and the other is a constant of the
@@ -891,6 +949,40 @@ fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
             },
             _ => CExpr::Cmp(op, l, r),
         },
+        (
+            CExpr::EmptyAsNullCast {
+                index,
+                to: to @ CastType::Decimal { .. },
+                pos,
+            },
+            k,
+        ) if keeps_value(*to) => match dec_constant(k) {
+            Some((k, scale)) => CExpr::DecFieldCmp {
+                index: *index,
+                scale,
+                conds: Box::new([(op2, k)]),
+                empty_is_null: true,
+                pos: *pos,
+            },
+            None => CExpr::Cmp(op, l, r),
+        },
+        (
+            CExpr::Cast {
+                expr,
+                to: to @ CastType::Decimal { .. },
+                pos,
+            },
+            k,
+        ) if keeps_value(*to) => match (expr.as_ref(), dec_constant(k)) {
+            (CExpr::Field { index }, Some((k, scale))) => CExpr::DecFieldCmp {
+                index: *index,
+                scale,
+                conds: Box::new([(op2, k)]),
+                empty_is_null: false,
+                pos: *pos,
+            },
+            _ => CExpr::Cmp(op, l, r),
+        },
         (CExpr::Field { index }, Value::Str(k)) => CExpr::StrFieldCmp {
             index: *index,
             op: op2,
@@ -898,6 +990,21 @@ fn specialise_cmp(op: CmpOp, l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
         },
         _ => CExpr::Cmp(op, l, r),
     }
+}
+
+/// Whether a DECIMAL cast leaves a value as it is: `DECIMAL` and `DECIMAL(p,s)` do (AWS
+/// ignores p and s given together), `DECIMAL(p)` rounds to an integer.
+fn keeps_value(to: CastType) -> bool {
+    matches!(
+        to,
+        CastType::Decimal {
+            precision: Some(_),
+            scale: Some(_)
+        } | CastType::Decimal {
+            precision: None,
+            scale: None
+        }
+    )
 }
 
 /// An IN list, specialised when it tests a field read as an integer against integer
@@ -972,5 +1079,50 @@ fn empty_as_null_cast(
             pos: *pos,
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::parser::parse;
+
+    fn filter(sql: &str) -> CExpr {
+        let query = parse(sql, Dialect::Aws).expect("parse");
+        bind(&query, Dialect::Aws, Columns::Csv(None))
+            .expect("bind")
+            .filter
+            .expect("a WHERE clause")
+    }
+
+    /// Trino's price range is one decimal test at the constants' scale (at least the
+    /// minimum), so that the field is parsed once; `engine/tests/specialised.rs` checks it
+    /// against the general path.
+    #[test]
+    fn trino_decimal_range_is_one_node() {
+        let range = "SELECT s._1 FROM S3Object s WHERE ((case s._14 when '' then null else \
+                     CAST(s._14 AS DECIMAL(7,2)) end >= 10.00 AND case s._14 when '' then \
+                     null else CAST(s._14 AS DECIMAL(7,2)) end <= 20.005))";
+        match filter(range) {
+            CExpr::DecFieldCmp {
+                index: 13,
+                scale: 4,
+                conds,
+                empty_is_null: true,
+                ..
+            } => assert_eq!(&*conds, &[(CmpOp::GtEq, 100_000), (CmpOp::LtEq, 200_050)]),
+            other => panic!("not one DecFieldCmp: {other:?}"),
+        }
+        // DECIMAL(p) rounds, and a constant deeper than 18 digits does not fit: both keep
+        // the general path.
+        for general in [
+            "SELECT s._1 FROM S3Object s WHERE CAST(s._2 AS DECIMAL(7)) > 10",
+            "SELECT s._1 FROM S3Object s WHERE CAST(s._2 AS DECIMAL) > 0.0000000000000000001",
+        ] {
+            assert!(
+                matches!(filter(general), CExpr::Cmp(..)),
+                "{general} was specialised"
+            );
+        }
     }
 }

@@ -152,20 +152,9 @@ pub fn cast<'a>(v: Value<'a>, to: CastType, pos: Pos) -> Result<Value<'a>> {
                 .map(Value::Float)
                 .ok_or_else(|| cast_failed(&v, "FLOAT", pos)),
         },
-        CastType::Decimal { precision, scale } => {
-            let d = match &v {
-                Value::Int(i) => Decimal::from_i64(*i),
-                Value::Decimal(d) => *d,
-                Value::Float(f) => Decimal::parse(&format!("{f}"))
-                    .ok_or_else(|| cast_failed(&v, "DECIMAL", pos))?,
-                Value::Str(s) => {
-                    Decimal::parse(s.trim()).ok_or_else(|| cast_failed(&v, "DECIMAL", pos))?
-                }
-                Value::Bool(b) => Decimal::from_i64(*b as i64),
-                _ => return Err(cast_failed(&v, "DECIMAL", pos)),
-            };
-            Ok(Value::Decimal(d.cast(precision, scale)?))
-        }
+        CastType::Decimal { precision, scale } => Ok(Value::Decimal(
+            cast_decimal(&v, pos)?.cast(precision, scale)?,
+        )),
         CastType::Bool => match &v {
             Value::Bool(b) => Ok(Value::Bool(*b)),
             Value::Str(s) => {
@@ -190,6 +179,20 @@ pub fn cast<'a>(v: Value<'a>, to: CastType, pos: Pos) -> Result<Value<'a>> {
                 .ok_or_else(|| cast_failed(&v, "TIMESTAMP", pos)),
             _ => Err(cast_failed(&v, "TIMESTAMP", pos)),
         },
+    }
+}
+
+/// `CAST(v AS DECIMAL)` of a value that is not NULL or MISSING (a string is trimmed).
+pub fn cast_decimal(v: &Value<'_>, pos: Pos) -> Result<Decimal> {
+    match v {
+        Value::Int(i) => Ok(Decimal::from_i64(*i)),
+        Value::Decimal(d) => Ok(*d),
+        Value::Float(f) => {
+            Decimal::parse(&format!("{f}")).ok_or_else(|| cast_failed(v, "DECIMAL", pos))
+        }
+        Value::Str(s) => Decimal::parse(s.trim()).ok_or_else(|| cast_failed(v, "DECIMAL", pos)),
+        Value::Bool(b) => Ok(Decimal::from_i64(*b as i64)),
+        _ => Err(cast_failed(v, "DECIMAL", pos)),
     }
 }
 

@@ -17,8 +17,8 @@ use crate::json::path::{node_value, walk, Step};
 use crate::json::Node;
 use crate::sql::ast::{CastType, DatePart, Pos, TrimSpec};
 use crate::value::like::{LikePattern, LikeSyntax};
-use crate::value::numeric::parse_i64;
-use crate::value::Value;
+use crate::value::numeric::{parse_i64, parse_scaled_i64};
+use crate::value::{Decimal, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -80,6 +80,22 @@ pub enum CExpr {
     IntFieldCmp {
         index: usize,
         /// All must hold: `x >= lo AND x <= hi` is one node, so the field is parsed once.
+        conds: Box<[(CmpOp, i64)]>,
+        empty_is_null: bool,
+        pos: Pos,
+    },
+    /// `field op k` for decimal (or integer) constants, where the field is read as
+    /// `CAST(… AS DECIMAL(p,s))` or `CAST(… AS DECIMAL)` (which keep the value: see
+    /// [`crate::value::Decimal::cast`]), through Trino's empty-as-NULL CASE with
+    /// `empty_is_null`: Trino's price ranges. The constants are integers at `scale` (their
+    /// deepest scale, at least [`DEC_FIELD_MIN_SCALE`]); a field of at most that many fraction
+    /// digits is parsed straight to an integer at that scale, anything else goes through the
+    /// general CAST and a decimal comparison, so results and errors are those of the
+    /// unspecialised expression.
+    DecFieldCmp {
+        index: usize,
+        scale: u8,
+        /// All must hold, as in `IntFieldCmp`.
         conds: Box<[(CmpOp, i64)]>,
         empty_is_null: bool,
         pos: Pos,
@@ -256,12 +272,13 @@ impl CExpr {
                 }
             }
             CExpr::AggResult(i) => Ok(row.aggs.get(*i).cloned().unwrap_or(Value::Null)),
-            CExpr::IntFieldCmp { .. } | CExpr::IntFieldIn { .. } | CExpr::StrFieldCmp { .. } => {
-                Ok(match self.test(row)? {
-                    Some(b) => Value::Bool(b),
-                    None => Value::Null,
-                })
-            }
+            CExpr::IntFieldCmp { .. }
+            | CExpr::DecFieldCmp { .. }
+            | CExpr::IntFieldIn { .. }
+            | CExpr::StrFieldCmp { .. } => Ok(match self.test(row)? {
+                Some(b) => Value::Bool(b),
+                None => Value::Null,
+            }),
             CExpr::Not(e) => {
                 let v = e.eval(row)?;
                 Ok(bool_or_unknown(truth(&v)?.map(|b| !b)))
@@ -502,6 +519,13 @@ impl CExpr {
                 pos,
             } => Ok(int_field(row, *index, *empty_is_null, *pos)?
                 .map(|v| conds.iter().all(|(op, k)| apply(*op, v.cmp(k))))),
+            CExpr::DecFieldCmp {
+                index,
+                scale,
+                conds,
+                empty_is_null,
+                pos,
+            } => dec_field_test(row, *index, *scale, conds, *empty_is_null, *pos),
             CExpr::IntFieldIn {
                 index,
                 set,
@@ -525,9 +549,10 @@ impl CExpr {
         // intermediate boolean values.
         match self {
             CExpr::And(a, b) => Ok(a.matches(row)? && b.matches(row)?),
-            CExpr::IntFieldCmp { .. } | CExpr::IntFieldIn { .. } | CExpr::StrFieldCmp { .. } => {
-                Ok(self.test(row)? == Some(true))
-            }
+            CExpr::IntFieldCmp { .. }
+            | CExpr::DecFieldCmp { .. }
+            | CExpr::IntFieldIn { .. }
+            | CExpr::StrFieldCmp { .. } => Ok(self.test(row)? == Some(true)),
             CExpr::Cmp(op, a, b) => {
                 let l = a.eval(row)?;
                 let r = b.eval(row)?;
@@ -562,6 +587,46 @@ fn int_field(
             coerce::cast_int(&f, pos).map(Some)
         }
     }
+}
+
+/// The least scale a [`CExpr::DecFieldCmp`] compares at, so that a field with a few more
+/// fraction digits than the constants (prices against `10`) still takes the fast path.
+pub const DEC_FIELD_MIN_SCALE: u8 = 4;
+
+/// [`CExpr::DecFieldCmp`] over one row: `None` when the field is missing or, so guarded,
+/// empty; otherwise whether every condition holds.
+#[inline]
+fn dec_field_test(
+    row: &Row<'_, '_>,
+    index: usize,
+    scale: u8,
+    conds: &[(CmpOp, i64)],
+    empty_is_null: bool,
+    pos: Pos,
+) -> Result<Option<bool>> {
+    let Some(bytes) = row.record.field(index) else {
+        return Ok(None);
+    };
+    if bytes.is_empty() && empty_is_null {
+        return Ok(None);
+    }
+    if let Some(v) = parse_scaled_i64(bytes, scale) {
+        return Ok(Some(conds.iter().all(|(op, k)| apply(*op, v.cmp(k)))));
+    }
+    let value = field_value(row.record, index)?;
+    if value.is_absent() {
+        return Ok(None);
+    }
+    let d = coerce::cast_decimal(&value, pos)?;
+    Ok(Some(conds.iter().all(|(op, k)| {
+        apply(
+            *op,
+            d.cmp(&Decimal {
+                mantissa: i128::from(*k),
+                scale,
+            }),
+        )
+    })))
 }
 
 #[inline]

@@ -111,6 +111,50 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     }
 }
 
+/// `10^n` for the scales [`parse_scaled_i64`] takes.
+const POW10: [i64; 19] = {
+    let mut t = [1i64; 19];
+    let mut n = 1;
+    while n < 19 {
+        t[n] = t[n - 1] * 10;
+        n += 1;
+    }
+    t
+};
+
+/// `b` read as `[+-]digits[.digits]` and multiplied by `10^scale`: the integer a DECIMAL
+/// field compares as against constants at that scale. `None` unless the text has at most
+/// `scale` fraction digits and at most 18 digits in all once scaled (so nothing can
+/// overflow), and for every other form (`.5`, `5.`, exponents, spaces), which the caller
+/// reads the general way. `scale` is at most 18.
+#[inline]
+pub fn parse_scaled_i64(b: &[u8], scale: u8) -> Option<i64> {
+    let (neg, digits) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let (int, frac) = match digits.iter().position(|&c| c == b'.') {
+        Some(dot) if dot + 1 < digits.len() => (&digits[..dot], &digits[dot + 1..]),
+        Some(_) => return None,
+        None => (digits, &[][..]),
+    };
+    let scale = usize::from(scale);
+    if int.is_empty() || frac.len() > scale || int.len() + scale > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in int.iter().chain(frac) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    v *= POW10[scale - frac.len()];
+    Some(if neg { -v } else { v })
+}
+
 /// Parses decimal float text (`1.5`, `-2e10`, `.5`, `5.`, `+1`) as Rust does, correctly
 /// rounded. Spellings of infinity and NaN are refused: a CSV field reading `inf` or `NaN` is
 /// not a number a user meant to cast, and the decision is kept in one place should AWS
@@ -179,6 +223,41 @@ pub fn format_f64(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_scaled_i64_cases() {
+        assert_eq!(parse_scaled_i64(b"12.34", 2), Some(1234));
+        assert_eq!(parse_scaled_i64(b"12.34", 4), Some(123_400));
+        assert_eq!(parse_scaled_i64(b"-12.3", 2), Some(-1230));
+        assert_eq!(parse_scaled_i64(b"+7", 2), Some(700));
+        assert_eq!(parse_scaled_i64(b"-0.00", 2), Some(0));
+        assert_eq!(parse_scaled_i64(b"0012.5", 1), Some(125));
+        assert_eq!(parse_scaled_i64(b"5", 0), Some(5));
+        assert_eq!(
+            parse_scaled_i64(b"99999999999999.9999", 4),
+            Some(999_999_999_999_999_999)
+        );
+        for (bad, scale) in [
+            (&b""[..], 2),
+            (b"-", 2),
+            (b".5", 2),
+            (b"5.", 2),
+            (b"1.234", 2),
+            (b"1.2.3", 4),
+            (b"1e3", 2),
+            (b" 1.5", 2),
+            (b"1.5 ", 2),
+            (b"1,5", 2),
+            (b"999999999999999.9999", 4),
+        ] {
+            assert_eq!(
+                parse_scaled_i64(bad, scale),
+                None,
+                "{:?} at scale {scale}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 
     #[test]
     fn parse_i64_cases() {
