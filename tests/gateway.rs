@@ -1051,9 +1051,16 @@ async fn metrics_and_access_log() {
     }
     assert!(text.contains("process_cpu_seconds_total "), "{text}");
 
-    // Unsigned requests are counted too, and refused.
-    let (status, _) = raw_get(&gw.addr, "/sel/t.csv");
+    // Unsigned requests are counted too, and refused; the error body names the request as
+    // S3's does, with the id the access log and x-amz-request-id carry.
+    let (status, body) = raw_get(&gw.addr, "/sel/t.csv");
     assert!(status.contains("403"), "{status}");
+    let body = String::from_utf8(body).expect("utf-8");
+    let refused_id = body
+        .split_once("<RequestId>")
+        .and_then(|(_, rest)| rest.split_once("</RequestId></Error>"))
+        .map(|(id, _)| id.to_string())
+        .unwrap_or_else(|| panic!("no <RequestId> at the end of the error: {body}"));
 
     drop(gw);
     let log = std::fs::read_to_string(&log).expect("log");
@@ -1077,6 +1084,12 @@ async fn metrics_and_access_log() {
             .next()
             .is_some_and(|id| id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()))),
         "{log}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("- GET /sel/t.csv 403") && l.ends_with(&refused_id)),
+        "no access-log line of the refused GET with id {refused_id} in\n{log}"
     );
 }
 

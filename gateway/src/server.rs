@@ -215,6 +215,38 @@ fn next_request_id() -> String {
     )
 }
 
+/// Marks a response with its request id: the `x-amz-request-id` header, and in an XML error
+/// body the `<RequestId>` element S3 writes there (SDKs report it from the body: the AWS SDK
+/// for Java v1 says "Request ID: null" without it). Error bodies are small and whole in
+/// memory; a streamed body (a select's events) is left as it is.
+fn identify(resp: &mut s3s::HttpResponse, request_id: &str) {
+    if let Ok(id) = hyper::header::HeaderValue::from_str(request_id) {
+        resp.headers_mut().insert("x-amz-request-id", id);
+    }
+    if resp.status().as_u16() < 300 {
+        return;
+    }
+    let Some(bytes) = resp.body().bytes() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return;
+    };
+    let Some(end) = text.rfind("</Error>") else {
+        return;
+    };
+    if text.contains("<RequestId>") {
+        return;
+    }
+    let body = format!(
+        "{}<RequestId>{request_id}</RequestId>{}",
+        &text[..end],
+        &text[end..]
+    );
+    resp.headers_mut().remove(hyper::header::CONTENT_LENGTH);
+    *resp.body_mut() = Body::from(body);
+}
+
 /// One connection's view of the [`Service`]: knows the peer, for the access log.
 struct Connection {
     service: Service,
@@ -229,8 +261,10 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
     >;
 
     fn call(&self, mut req: hyper::Request<hyper::body::Incoming>) -> Self::Future {
-        if let Some(refusal) = oversized_xml(&req) {
+        let request_id = next_request_id();
+        if let Some(mut refusal) = oversized_xml(&req) {
             self.service.metrics.request("Unknown", 400);
+            identify(&mut refusal, &request_id);
             return Box::pin(std::future::ready(Ok(refusal)));
         }
         let slot = RequestSlot::default();
@@ -242,14 +276,10 @@ impl hyper::service::Service<hyper::Request<hyper::body::Incoming>> for Connecti
             self.service.metrics.clone(),
             self.peer,
         );
-        let request_id = next_request_id();
         Box::pin(async move {
             let mut result = hyper::service::Service::call(&s3, req).await;
-            if let (Ok(resp), Ok(id)) = (
-                result.as_mut(),
-                hyper::header::HeaderValue::from_str(&request_id),
-            ) {
-                resp.headers_mut().insert("x-amz-request-id", id);
+            if let Ok(resp) = result.as_mut() {
+                identify(resp, &request_id);
             }
             let status = result.as_ref().map_or(500, |r| r.status().as_u16());
             let info = slot
