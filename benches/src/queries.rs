@@ -8,7 +8,7 @@ use sift_engine::SelectRequest;
 pub const Q28_FILTER: &str = "SELECT s._12, s._13, s._20 FROM S3Object s WHERE ((case s._11 when '' then null else CAST(s._11 AS INT) end >= 0 AND case s._11 when '' then null else CAST(s._11 AS INT) end <= 5))";
 
 /// The same columns of the rows whose ss_sales_price (column 14) lies in 10.00..=20.00, as
-/// Trino 405 sends a DECIMAL(7,2) range (about 18% of store_sales): compared with the INT
+/// Trino 405 sends a DECIMAL(7,2) range (15% of store_sales at SF 1): compared with the INT
 /// range of `q28_filter` in one run, it shows what reading a price costs over a quantity.
 pub const DECIMAL_RANGE: &str = "SELECT s._12, s._13, s._20 FROM S3Object s WHERE ((case s._14 when '' then null else CAST(s._14 AS DECIMAL(7,2)) end >= 10.00 AND case s._14 when '' then null else CAST(s._14 AS DECIMAL(7,2)) end <= 20.00))";
 
