@@ -21,8 +21,9 @@
 #   $SIFT_RGW_ROOT/build.log       output of the last chroot build
 #
 # Environment: SIFT_RGW_ROOT (default /var/tmp/sift-rgw), SIFT_RGW_PORT (default 7480),
-# SIFT_RGW_MON_PORT (the monitor's, default 3300), SIFT_RGW_OSD_BYTES (the OSD's sparse disk,
-# default 64 GiB), SIFT_RGW_MIRROR (default: the host's Debian mirror), SIFT_RGW_WAIT
+# SIFT_RGW_MON_PORT (the monitor's, default 3300), SIFT_RGW_ALSO_LISTEN (one more address
+# radosgw listens on besides 127.0.0.1, on the same port: a benchmark's client in another
+# network namespace reaches it there), SIFT_RGW_OSD_BYTES (the OSD's sparse disk, default 64 GiB), SIFT_RGW_MIRROR (default: the host's Debian mirror), SIFT_RGW_WAIT
 # (seconds per daemon, default 60).
 #
 # `start` prints the env file (SIFT_RGW_ENDPOINT, SIFT_RGW_ACCESS_KEY, SIFT_RGW_SECRET_KEY,
@@ -34,6 +35,7 @@ set -Eeuo pipefail
 ROOT=${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}
 PORT=${SIFT_RGW_PORT:-7480}
 MON_PORT=${SIFT_RGW_MON_PORT:-3300}
+ALSO_LISTEN=${SIFT_RGW_ALSO_LISTEN:-}
 OSD_BYTES=${SIFT_RGW_OSD_BYTES:-68719476736}
 WAIT=${SIFT_RGW_WAIT:-60}
 SUITE=trixie
@@ -303,7 +305,7 @@ write_conf() {
     log_file = $INNER/radosgw.log
     admin_socket = $INNER/radosgw.asok
     # tcp_nodelay: without it a small request waits ~45 ms on loopback (Nagle + delayed ACK)
-    rgw_frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
+    rgw_frontends = beast endpoint=127.0.0.1:$PORT${ALSO_LISTEN:+ endpoint=$ALSO_LISTEN:$PORT} tcp_nodelay=1
 EOC
 }
 

@@ -24,7 +24,9 @@
 # SIFT_TRINO_PORT (default 18080), SIFT_TRINO_VERSIONS (default "405 368"), SIFT_TRINO_HEAP
 # (default 8G: 2 cores and 24 GiB leave room for a gateway and the client), SIFT_TRINO_WAIT
 # (seconds to start, default 180), SIFT_TRINO_NETNS (run the server in this network
-# namespace, for the link-shaped benchmark).
+# namespace, for the link-shaped benchmark), SIFT_TRINO_CATALOGS (more Hive catalogs beside
+# `hive`, as space-separated NAME=http://HOST:PORT, each reading S3 from its own endpoint
+# with the same keys: one warm server for several stores).
 #
 # `start` prints the env file (SIFT_TRINO_SERVER, SIFT_TRINO_VERSION, SIFT_TRINO_CLI) on
 # stdout; progress goes to stderr. When it cannot start, its last line on stderr is
@@ -38,6 +40,7 @@ VERSIONS=${SIFT_TRINO_VERSIONS:-405 368}
 HEAP=${SIFT_TRINO_HEAP:-8G}
 WAIT=${SIFT_TRINO_WAIT:-180}
 NETNS=${SIFT_TRINO_NETNS:-}
+CATALOGS=${SIFT_TRINO_CATALOGS:-}
 RUN=$ROOT/run
 DL=$ROOT/dl
 
@@ -95,7 +98,7 @@ install_version() {
 
 write_config() {
     local v=$1
-    rm -rf "$RUN/etc" "$RUN/metastore"
+    rm -rf "${RUN:?}/etc" "${RUN:?}/metastore"
     mkdir -p "$RUN/etc/catalog" "$RUN/data" "$RUN/metastore"
     # 368 and older split a query's memory into user and total; 369 dropped the second.
     local total=""
@@ -113,19 +116,26 @@ $total
 node.environment=sift
 node.id=sift-trino
 EOF
-    cat >"$RUN/etc/catalog/hive.properties" <<EOF
+    local catalog name endpoint
+    for catalog in "hive=$SIFT_TRINO_S3_ENDPOINT" $CATALOGS; do
+        name=${catalog%%=*} endpoint=${catalog#*=}
+        [[ $name =~ ^[a-z][a-z0-9_]*$ && $endpoint == http*://* ]] ||
+            die "SIFT_TRINO_CATALOGS: '$catalog' is not NAME=http://HOST:PORT"
+        mkdir -p "$RUN/metastore/$name"
+        cat >"$RUN/etc/catalog/$name.properties" <<EOF
 connector.name=hive
 hive.metastore=file
-hive.metastore.catalog.dir=file://$RUN/metastore
+hive.metastore.catalog.dir=file://$RUN/metastore/$name
 hive.metastore.user=sift
 hive.security=allow-all
-hive.s3.endpoint=$SIFT_TRINO_S3_ENDPOINT
+hive.s3.endpoint=$endpoint
 hive.s3.path-style-access=true
 hive.s3.ssl.enabled=false
 hive.s3.aws-access-key=${SIFT_TRINO_S3_ACCESS_KEY:-}
 hive.s3.aws-secret-key=${SIFT_TRINO_S3_SECRET_KEY:-}
 hive.s3select-pushdown.enabled=true
 EOF
+    done
     echo "io.trino=WARN" >"$RUN/etc/log.properties"
 }
 
