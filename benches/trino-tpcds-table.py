@@ -130,9 +130,11 @@ def main():
         if name in EXPECTED_WRONG:
             verdict += f" ({EXPECTED_WRONG[name]})"
         client, store, data = RUNS.get(run["run"], (run["run"], "?", "?"))
-        is_reference = name == REFERENCE
-        geomean = math.exp(sum(math.log(s) for s, _ in speedups) / len(speedups))
-        best = max(speedups)
+        # No speedup for the reference itself, nor for a run whose every query failed.
+        no_speedup = name == REFERENCE or not speedups
+        if not no_speedup:
+            geomean = math.exp(sum(math.log(s) for s, _ in speedups) / len(speedups))
+            best = max(speedups)
         print(
             "| "
             + " | ".join(
@@ -143,8 +145,8 @@ def main():
                     run["mode"] if client != "Trino" else ("on" if run["mode"] == "pushdown" else "off"),
                     f"{sum(r['seconds'] for r in these.values()):.1f} s",
                     f"{int(run['link_bytes']) / 1e9:.2f} GB",
-                    "—" if is_reference else f"{geomean:.2f}×",
-                    "—" if is_reference else f"{best[0]:.1f}× ({best[1]})",
+                    "—" if no_speedup else f"{geomean:.2f}×",
+                    "—" if no_speedup else f"{best[0]:.1f}× ({best[1]})",
                     run["radosgw_cpu_s"],
                     run["osd_cpu_s"],
                     run["sift_cpu_s"],
