@@ -563,6 +563,14 @@ impl CExpr {
     }
 }
 
+/// The bytes of field `index`, or `None` when it is missing or, with `empty_is_null` (Trino's
+/// empty-as-NULL CASE), empty: the field a specialised comparison reads.
+#[inline]
+fn guarded_field<'r>(row: &Row<'r, '_>, index: usize, empty_is_null: bool) -> Option<&'r [u8]> {
+    let bytes = row.record.field(index)?;
+    (!bytes.is_empty() || !empty_is_null).then_some(bytes)
+}
+
 /// Field `index` read as `CAST(… AS INT)` (through Trino's empty-as-NULL CASE when
 /// `empty_is_null`): `None` when the field is missing or, so guarded, empty. A plain integer
 /// is parsed from the bytes; anything else (decimals, spaces, garbage) goes through the
@@ -574,12 +582,9 @@ fn int_field(
     empty_is_null: bool,
     pos: Pos,
 ) -> Result<Option<i64>> {
-    let Some(bytes) = row.record.field(index) else {
+    let Some(bytes) = guarded_field(row, index, empty_is_null) else {
         return Ok(None);
     };
-    if bytes.is_empty() && empty_is_null {
-        return Ok(None);
-    }
     match parse_i64(bytes) {
         Some(v) => Ok(Some(v)),
         None => {
@@ -604,12 +609,9 @@ fn dec_field_test(
     empty_is_null: bool,
     pos: Pos,
 ) -> Result<Option<bool>> {
-    let Some(bytes) = row.record.field(index) else {
+    let Some(bytes) = guarded_field(row, index, empty_is_null) else {
         return Ok(None);
     };
-    if bytes.is_empty() && empty_is_null {
-        return Ok(None);
-    }
     if let Some(v) = parse_scaled_i64(bytes, scale) {
         return Ok(Some(conds.iter().all(|(op, k)| apply(*op, v.cmp(k)))));
     }
