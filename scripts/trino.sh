@@ -210,7 +210,7 @@ EOF
 case ${1:-} in
 start) start ;;
 stop) stop_server ;;
-status) running ;;
+status) if running; then exit 0; else exit 1; fi ;;
 *)
     echo "usage: $0 start|stop|status" >&2
     exit 2
