@@ -5,40 +5,36 @@
 //! could not — never as passed.
 
 mod common;
+mod upstream_cases;
 
 use aws_sdk_s3::types::FileHeaderInfo;
 use aws_sdk_s3::Client;
 use common::{
-    check, client_for, create_bucket, csv, get, multipart_put, put, select_csv, sift,
-    status_and_code, Gateway,
+    check, create_bucket, csv, get, multipart_put, put, select_csv, sift, status_and_code, Gateway,
 };
+use upstream_cases::{empty_and_delete, Store};
 
-struct Rgw {
-    endpoint: String,
-    access: String,
-    secret: String,
-}
-
-fn rgw() -> Rgw {
+/// The RGW `scripts/test.sh` started, from the environment it exported.
+fn rgw() -> Store {
     let var = |name: &str| {
         std::env::var(name).unwrap_or_else(|_| {
             panic!("{name} is not set: run these tests through scripts/test.sh, which starts RGW")
         })
     };
-    Rgw {
+    Store {
         endpoint: var("SIFT_RGW_ENDPOINT"),
         access: var("SIFT_RGW_ACCESS_KEY"),
         secret: var("SIFT_RGW_SECRET_KEY"),
+        selects: true,
     }
 }
 
 /// Sift in front of RGW, a client of Sift, a client of RGW, and a bucket name of this run.
 fn setup() -> (Gateway, Client, Client, String) {
     let rgw = rgw();
-    let front = Gateway::start_upstream(&rgw.endpoint, &rgw.access, &rgw.secret, &[]);
+    let front = rgw.front(&[]);
     let s3 = front.client();
-    let direct = client_for(&rgw.endpoint, &rgw.access, &rgw.secret);
-    (front, s3, direct, bucket_name())
+    (front, s3, rgw.client(), bucket_name())
 }
 
 /// A bucket name of this run.
@@ -49,30 +45,6 @@ fn bucket_name() -> String {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
     )
-}
-
-async fn empty_and_delete(s3: &Client, bucket: &str) {
-    let listed = s3
-        .list_objects_v2()
-        .bucket(bucket)
-        .send()
-        .await
-        .expect("list for cleanup");
-    for o in listed.contents() {
-        if let Some(k) = o.key() {
-            s3.delete_object()
-                .bucket(bucket)
-                .key(k)
-                .send()
-                .await
-                .expect("delete");
-        }
-    }
-    s3.delete_bucket()
-        .bucket(bucket)
-        .send()
-        .await
-        .expect("delete bucket");
 }
 
 #[tokio::test]
@@ -216,7 +188,7 @@ async fn rgw_select_by_sift_matches_rgw_select() {
 #[ignore = "needs Ceph RGW: run through scripts/test.sh"]
 async fn tpcds_pushdown_to_rgw_select_returns_fetch_rows() {
     let rgw = rgw();
-    let direct = client_for(&rgw.endpoint, &rgw.access, &rgw.secret);
+    let direct = rgw.client();
     let bucket = bucket_name();
     let endpoint = [
         "--endpoint",
@@ -293,7 +265,7 @@ async fn tpcds_pushdown_to_rgw_select_returns_fetch_rows() {
 #[ignore = "needs Ceph RGW: run through scripts/test.sh"]
 fn sift_in_front_of_rgw_answers_the_select_that_ends_radosgw() {
     let rgw = rgw();
-    let front = Gateway::start_upstream(&rgw.endpoint, &rgw.access, &rgw.secret, &[]);
+    let front = rgw.front(&[]);
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/rgw-crash.sh");
     let output = std::process::Command::new(script)
         .args([
@@ -314,7 +286,7 @@ fn sift_in_front_of_rgw_answers_the_select_that_ends_radosgw() {
     );
     // RGW itself is still up: the object the script wrote through Sift reads back from it.
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let direct = client_for(&rgw.endpoint, &rgw.access, &rgw.secret);
+    let direct = rgw.client();
     let body = rt.block_on(get(&direct, "sift-crash", "crash.csv"));
     assert_eq!(body, b"1|a|\n2|b|\n3|c|\n");
 }
