@@ -49,6 +49,8 @@ pub struct SelectArgs {
     /// ScanRange as START:END, START: or :END (bytes, END inclusive).
     #[arg(long)]
     scan_range: Option<String>,
+    /// Result format: CSV or JSON text, or `arrow`, an Arrow IPC stream of typed columns
+    /// (every selected column needs a fixed type: docs/sql.md).
     #[arg(long, value_enum, default_value_t = OutFormat::Csv)]
     output: OutFormat,
     #[arg(long, value_enum, default_value_t = QuoteMode::Asneeded)]
@@ -101,6 +103,7 @@ enum Compress {
 enum OutFormat {
     Csv,
     Json,
+    Arrow,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -211,6 +214,7 @@ fn build_request(args: &SelectArgs) -> Result<SelectRequest, String> {
         OutFormat::Json => OutputSerialization::Json(JsonOutput {
             record_delimiter: unescape(&args.output_record_delimiter),
         }),
+        OutFormat::Arrow => OutputSerialization::Arrow,
     };
     Ok(SelectRequest {
         sql,

@@ -54,6 +54,58 @@ fn select_filters_a_file_and_reports_stats() {
     assert!(err.contains("BytesReturned: 7"), "{err}");
 }
 
+/// `--output arrow` writes an Arrow IPC stream (pyarrow reads it: tests/clients); a query
+/// whose columns have no fixed type is refused before anything is written.
+#[test]
+fn select_writes_arrow_or_says_why_not() {
+    let path = temp_file("typed.csv", b"1,ann\n2,bob\n3,\n");
+    let sql = "SELECT CAST(s._1 AS INT) AS id, s._2 AS name FROM S3Object s";
+    let out = sift(
+        &[
+            "select",
+            "--output",
+            "arrow",
+            "--file",
+            path.to_str().unwrap(),
+            sql,
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reader = datafusion::arrow::ipc::reader::StreamReader::try_new(&out.stdout[..], None)
+        .expect("an IPC stream");
+    let batches = reader.collect::<Result<Vec<_>, _>>().expect("batches");
+    let table = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+        .expect("printable")
+        .to_string();
+    assert_eq!(
+        table,
+        "+----+------+\n| id | name |\n+----+------+\n| 1  | ann  |\n| 2  | bob  |\n| 3  |      |\n+----+------+"
+    );
+    let out = sift(
+        &[
+            "select",
+            "--output",
+            "arrow",
+            "--file",
+            path.to_str().unwrap(),
+            "SELECT * FROM S3Object",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("UnsupportedSqlStructure: Arrow output needs a fixed"),
+        "{err}"
+    );
+}
+
 #[test]
 fn select_reads_json_lines_and_documents() {
     let lines = b"{\"id\":1,\"user\":{\"name\":\"ann\"}}\n{\"id\":2,\"user\":{\"name\":\"bob\"}}\n";

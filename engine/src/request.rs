@@ -119,10 +119,15 @@ impl Default for CsvInput {
     }
 }
 
+/// How results are written: AWS's `CSV` or `JSON` element, or Sift's own Arrow IPC stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutputSerialization {
     Csv(CsvOutput),
     Json(JsonOutput),
+    /// An Arrow IPC stream of typed columns, each column's type fixed by the SQL (not part
+    /// of S3's XML: the gateway takes it from a request header, docs/gateway.md). A query
+    /// whose columns have no fixed type is refused before the scan.
+    Arrow,
 }
 
 impl Default for OutputSerialization {

@@ -6,6 +6,7 @@ use crate::eval::bind::Output;
 use crate::eval::expr::Row;
 use crate::exec::emit::ChunkOut;
 use crate::exec::row::{write_row, RowCtx, RowScratch};
+use crate::output::Writer;
 
 /// Filters and projects every record of one chunk into `out`.
 ///
@@ -21,8 +22,13 @@ pub(crate) fn rows(
     let plan = ctx.plan;
     let row_cap = out.row_cap(plan);
     let mut scratch = RowScratch::default();
-    let clean = matches!(plan.output, Output::Exprs(_))
-        && ctx.writer.chunk_is_clean(chunk, &scanner.format().record);
+    let clean = match ctx.writer {
+        Writer::Text(w) => {
+            matches!(plan.output, Output::Exprs(_))
+                && w.chunk_is_clean(chunk, &scanner.format().record)
+        }
+        Writer::Arrow(_) => false,
+    };
     scanner.scan(chunk, |rec: &mut Record<'_>| {
         let row = Row {
             record: rec,
@@ -43,13 +49,7 @@ pub(crate) fn rows(
             }
             return Ok(Flow::Continue);
         }
-        write_row(
-            ctx,
-            &row,
-            &mut out.bytes,
-            &mut scratch,
-            clean && rec.is_raw(),
-        )?;
+        write_row(ctx, &row, out, &mut scratch, clean && rec.is_raw())?;
         Ok(out.row_written(row_cap))
     })
 }

@@ -12,10 +12,15 @@ use crate::eval::agg::AggState;
 use crate::eval::bind::Plan;
 use crate::exec::row::{write_agg_row, RowCtx};
 use crate::exec::{Sink, Stats};
+use crate::output::arrow::{ArrowStream, Columns};
+use crate::output::Writer;
 
 /// What a chunk produced.
 pub(crate) struct ChunkOut {
+    /// Text output: the rows, written.
     pub(crate) bytes: Vec<u8>,
+    /// Arrow output: the rows, column by column (made at the chunk's first row).
+    pub(crate) columns: Option<Columns>,
     pub(crate) rows: u64,
     /// Rows output by earlier chunks (set by the driver), for LIMIT.
     pub(crate) rows_before: u64,
@@ -28,6 +33,7 @@ impl ChunkOut {
     pub(crate) fn new(plan: &Plan) -> Self {
         let mut o = ChunkOut {
             bytes: Vec::new(),
+            columns: None,
             rows: 0,
             rows_before: 0,
             row_ends: Vec::new(),
@@ -62,6 +68,7 @@ impl ChunkOut {
 
     pub(crate) fn reset(&mut self, plan: &Plan, rows_before: u64) {
         self.bytes.clear();
+        self.columns = None;
         self.rows = 0;
         self.rows_before = rows_before;
         self.row_ends.clear();
@@ -81,12 +88,19 @@ pub(crate) struct Emitter<'s> {
     stats_now: StatsNow<'s>,
     /// The counts after the previous chunk: what the next progress report says.
     previous: Stats,
+    /// Arrow output: the IPC stream, which alone encodes batches, in order.
+    arrow: Option<ArrowStream>,
 }
 
 impl<'s> Emitter<'s> {
     /// LIMIT cuts rows as they are written; an aggregate's one row is cut in [`finish`].
-    pub(crate) fn new(plan: &Plan, stats_now: StatsNow<'s>) -> Self {
-        Emitter {
+    pub(crate) fn new(ctx: &RowCtx<'_>, stats_now: StatsNow<'s>) -> Result<Self> {
+        let plan = ctx.plan;
+        let arrow = match ctx.writer {
+            Writer::Arrow(a) => Some(ArrowStream::new(a.schema(plan))?),
+            Writer::Text(_) => None,
+        };
+        Ok(Emitter {
             limit: if plan.is_aggregate() {
                 None
             } else {
@@ -96,7 +110,8 @@ impl<'s> Emitter<'s> {
             returned: 0,
             stats_now,
             previous: Stats::default(),
-        }
+            arrow,
+        })
     }
 
     /// Writes one chunk's output and reports progress; returns whether to go on. `consumed`
@@ -115,48 +130,70 @@ impl<'s> Emitter<'s> {
         for (acc, part) in self.aggs.iter_mut().zip(out.aggs.drain(..)) {
             acc.merge(part)?;
         }
-        let mut bytes = &out.bytes[..];
+        let mut keep = out.rows;
         let mut more = true;
         if let Some(l) = self.limit {
             let left = l.saturating_sub(out.rows_before);
             if out.rows >= left {
-                let cut = match left {
-                    0 => 0,
-                    n => out.row_ends[(n - 1) as usize],
-                };
-                bytes = &out.bytes[..cut];
+                keep = left;
                 more = false;
             }
         }
-        if !bytes.is_empty() {
-            sink.write(bytes)?;
-            self.returned += bytes.len() as u64;
-        }
+        self.write_rows(out, keep, sink)?;
         let now = (self.stats_now)(self.returned, Some(consumed));
         sink.progress(&std::mem::replace(&mut self.previous, now))?;
         Ok(more)
     }
+
+    /// Writes the first `keep` rows of `out` to the sink.
+    fn write_rows(&mut self, out: &mut ChunkOut, keep: u64, sink: &mut dyn Sink) -> Result<()> {
+        let Some(stream) = &mut self.arrow else {
+            let cut = match keep {
+                _ if keep >= out.rows => out.bytes.len(),
+                0 => 0,
+                n => out.row_ends[(n - 1) as usize],
+            };
+            return self.send(&out.bytes[..cut], sink);
+        };
+        if let Some(mut columns) = out.columns.take() {
+            let batch = columns.finish(stream.schema())?;
+            let keep = usize::try_from(keep).unwrap_or(usize::MAX);
+            stream.write(&batch.slice(0, keep.min(batch.num_rows())))?;
+        }
+        let bytes = stream.take();
+        self.send(&bytes, sink)
+    }
+
+    fn send(&mut self, bytes: &[u8], sink: &mut dyn Sink) -> Result<()> {
+        if !bytes.is_empty() {
+            sink.write(bytes)?;
+            self.returned += bytes.len() as u64;
+        }
+        Ok(())
+    }
 }
 
-/// Writes an aggregate query's one result row (unless LIMIT 0); returns the bytes returned
-/// in all.
+/// Writes an aggregate query's one result row (unless LIMIT 0) and, for Arrow output, the
+/// end of the stream; returns the bytes returned in all.
 pub(crate) fn finish(
     ctx: &RowCtx<'_>,
-    emitter: Emitter<'_>,
+    mut emitter: Emitter<'_>,
     sink: &mut (dyn Sink + Send),
 ) -> Result<u64> {
     let plan = ctx.plan;
-    let mut returned = emitter.returned;
     if plan.is_aggregate() && plan.limit != Some(0) {
-        let values = emitter
-            .aggs
+        let values = std::mem::take(&mut emitter.aggs)
             .into_iter()
             .map(AggState::finish)
             .collect::<Result<Vec<_>>>()?;
-        let mut out = Vec::new();
+        let mut out = ChunkOut::new(plan);
         write_agg_row(ctx, &values, &mut out)?;
-        sink.write(&out)?;
-        returned += out.len() as u64;
+        emitter.write_rows(&mut out, 1, sink)?;
     }
-    Ok(returned)
+    if let Some(stream) = &mut emitter.arrow {
+        stream.finish()?;
+        let bytes = stream.take();
+        emitter.send(&bytes, sink)?;
+    }
+    Ok(emitter.returned)
 }

@@ -27,10 +27,8 @@ mod text;
 
 use crate::err;
 use crate::error::Result;
-use crate::output::RowWriter;
-use crate::request::{
-    Compression, CsvOutput, Dialect, JsonType, OutputSerialization, SelectRequest,
-};
+use crate::output::Writer;
+use crate::request::{Compression, JsonType, SelectRequest};
 use crate::source::ObjectSource;
 use crate::sql::ast::Query;
 
@@ -79,7 +77,7 @@ pub struct Select {
     pub(crate) request: SelectRequest,
     pub(crate) query: Query,
     pub(crate) input: Input,
-    pub(crate) writer: RowWriter,
+    pub(crate) writer: Writer,
     pub(crate) threads: usize,
     pub(crate) chunk_size: usize,
     /// Parquet input: the largest row group read (uncompressed bytes).
@@ -100,18 +98,12 @@ impl Select {
                 request.input.compression
             ));
         }
-        let writer = match (&request.output, request.dialect) {
-            // Ceph RGW writes CSV whatever the OutputSerialization asks (a count over JSON
-            // input comes back as `3`, not `{"_1":3}`), and its clients parse that.
-            (OutputSerialization::Json(_), Dialect::Ceph) => {
-                RowWriter::new(&OutputSerialization::Csv(CsvOutput::default()))?
-            }
-            (output, _) => RowWriter::new(output)?,
-        };
-        let writer = match request.dialect {
-            Dialect::Ceph => writer.writing_as_ceph(),
-            Dialect::Aws => writer,
-        };
+        let writer = Writer::new(
+            &request.output,
+            request.dialect,
+            &query,
+            !input.rows_are_values(),
+        )?;
         if let Some(r) = &request.scan_range {
             if input == Input::Json(JsonType::Document) {
                 return Err(err!(

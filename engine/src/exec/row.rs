@@ -12,13 +12,13 @@ use crate::exec::emit::ChunkOut;
 use crate::exec::Input;
 use crate::json::path::{expand, walk};
 use crate::json::Node;
-use crate::output::RowWriter;
+use crate::output::Writer;
 use crate::value::Value;
 
 /// Read-only state shared by every thread of a run.
 pub(crate) struct RowCtx<'a> {
     pub(crate) plan: &'a Plan,
-    pub(crate) writer: &'a RowWriter,
+    pub(crate) writer: &'a Writer,
     /// CSV input with a header line: the column names (`SELECT *` writes them as JSON keys).
     pub(crate) header: &'a [String],
     pub(crate) input: &'a Input,
@@ -56,7 +56,7 @@ pub(crate) fn take_row(
         }
         return Ok(Flow::Continue);
     }
-    write_row(ctx, row, &mut out.bytes, scratch, false)?;
+    write_row(ctx, row, out, scratch, false)?;
     Ok(out.row_written(row_cap))
 }
 
@@ -93,11 +93,18 @@ pub(crate) fn take_value(
 pub(crate) fn write_row(
     ctx: &RowCtx<'_>,
     row: &Row<'_, '_>,
-    out: &mut Vec<u8>,
+    out: &mut ChunkOut,
     scratch: &mut RowScratch,
     clean: bool,
 ) -> Result<()> {
-    let w = ctx.writer;
+    let w = match ctx.writer {
+        Writer::Text(w) => w,
+        Writer::Arrow(a) => {
+            let columns = out.columns.get_or_insert_with(|| a.columns());
+            return a.append_row(ctx.plan, row, columns);
+        }
+    };
+    let out = &mut out.bytes;
     let row_start = out.len();
     w.begin_row(out);
     match &ctx.plan.output {
@@ -153,7 +160,7 @@ pub(crate) fn write_row(
 pub(crate) fn write_agg_row(
     ctx: &RowCtx<'_>,
     values: &[Value<'static>],
-    out: &mut Vec<u8>,
+    out: &mut ChunkOut,
 ) -> Result<()> {
     let empty = Record::new(&[], &[]);
     let row = Row {
@@ -161,7 +168,9 @@ pub(crate) fn write_agg_row(
         node: None,
         aggs: values,
     };
-    write_row(ctx, &row, out, &mut RowScratch::default(), false)
+    write_row(ctx, &row, out, &mut RowScratch::default(), false)?;
+    out.row_written(None);
+    Ok(())
 }
 
 /// `_N` names for `SELECT *` without a header, made once per chunk.

@@ -72,7 +72,7 @@ pub(super) fn run(
             bytes_returned: returned,
         }
     };
-    let mut emitter = Emitter::new(&plan, &stats_now);
+    let mut emitter = Emitter::new(&ctx, &stats_now)?;
     let nothing_to_read = plan.limit == Some(0) && !plan.is_aggregate();
     let consumed = match chunker.take() {
         _ if nothing_to_read => None,

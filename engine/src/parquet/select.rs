@@ -35,7 +35,7 @@ pub(crate) fn run(
         bytes_processed: file.bytes_read(),
         bytes_returned: returned,
     };
-    let mut emitter = Emitter::new(&plan, &stats_now);
+    let mut emitter = Emitter::new(&ctx, &stats_now)?;
     let mask = file.projection(plan.top_keys.as_ref());
     let nothing_to_read = plan.limit == Some(0) && !plan.is_aggregate();
     let groups = match nothing_to_read {
