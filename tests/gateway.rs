@@ -1274,3 +1274,141 @@ async fn bad_requests_get_s3_errors_and_the_gateway_keeps_serving() {
     .expect("select after bad requests");
     assert_eq!(out.output(), b"a\nb\n");
 }
+
+/// Reads one response header of each request it sees.
+#[derive(Debug, Clone)]
+struct SeeHeader(
+    &'static str,
+    std::sync::Arc<std::sync::Mutex<Option<String>>>,
+);
+
+impl aws_sdk_s3::config::Intercept for SeeHeader {
+    fn name(&self) -> &'static str {
+        "SeeHeader"
+    }
+
+    fn read_before_deserialization(
+        &self,
+        ctx: &aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextRef<'_>,
+        _: &aws_sdk_s3::config::RuntimeComponents,
+        _: &mut aws_sdk_s3::config::ConfigBag,
+    ) -> Result<(), aws_sdk_s3::error::BoxError> {
+        let value = ctx.response().headers().get(self.0).map(str::to_owned);
+        *self.1.lock().expect("not poisoned") = value;
+        Ok(())
+    }
+}
+
+/// A select with `x-sift-result-format: VALUE` (none when `None`): the concatenated Records
+/// payloads and the response's `x-sift-result-format`, or the S3 error as "status code".
+async fn select_with_format(
+    s3: &Client,
+    key: &str,
+    sql: &str,
+    format: Option<&'static str>,
+) -> Result<(Vec<u8>, Option<String>), String> {
+    let seen = SeeHeader("x-sift-result-format", Default::default());
+    let out = s3
+        .select_object_content()
+        .bucket("sel")
+        .key(key)
+        .expression(sql)
+        .expression_type(ExpressionType::Sql)
+        .input_serialization(InputSerialization::builder().csv(csv_input()).build())
+        .output_serialization(csv_out())
+        .customize()
+        .interceptor(seen.clone())
+        .mutate_request(move |r| {
+            if let Some(v) = format {
+                r.headers_mut().insert("x-sift-result-format", v);
+            }
+        })
+        .send()
+        .await;
+    let mut out = out.map_err(|e| {
+        let (status, code) = status_and_code(&e);
+        format!("{status} {code}")
+    })?;
+    let mut records = Vec::new();
+    loop {
+        match out.payload.recv().await {
+            Ok(Some(SelectObjectContentEventStream::Records(r))) => {
+                records.extend_from_slice(r.payload().map(|b| b.as_ref()).unwrap_or_default())
+            }
+            Ok(Some(SelectObjectContentEventStream::End(_))) => break,
+            Ok(Some(_)) => {}
+            Ok(None) => return Err("no End event".into()),
+            Err(e) => return Err(format!("error event: {e:?}")),
+        }
+    }
+    let header = seen.1.lock().expect("not poisoned").clone();
+    Ok((records, header))
+}
+
+/// Arrow results on request (docs/gateway.md): the header turns the Records payloads into the
+/// engine's Arrow IPC stream, byte for byte, and the response says so; without it nothing
+/// changes; a query without a fixed schema or an unknown format is a 400 before the stream.
+#[tokio::test]
+async fn arrow_results_when_the_header_asks() {
+    let gw = Gateway::start(&[]);
+    let s3 = gw.client();
+    create_bucket(&s3, "sel").await;
+    let mut data = String::new();
+    for i in 0..40_000 {
+        let price = if i % 9 == 0 {
+            String::new()
+        } else {
+            format!("{}.{:02}", i % 500, i % 100)
+        };
+        data.push_str(&format!("item {i},{},{price}\n", i % 1000));
+    }
+    put(&s3, "sel", "typed.csv", data.as_bytes()).await;
+    let sql = "SELECT s._1 AS name, CAST(s._2 AS INT) AS quantity, \
+               CASE s._3 WHEN '' THEN NULL ELSE CAST(s._3 AS DECIMAL(7,2)) END AS price \
+               FROM S3Object s WHERE CAST(s._2 AS INT) < 700";
+
+    let (stream, header) = select_with_format(&s3, "typed.csv", sql, Some("arrow"))
+        .await
+        .expect("an Arrow select");
+    assert_eq!(header.as_deref(), Some("arrow"));
+    let expected = {
+        let select = sift_engine::Select::new(sift_engine::SelectRequest {
+            sql: sql.into(),
+            output: sift_engine::OutputSerialization::Arrow,
+            ..Default::default()
+        })
+        .expect("valid");
+        let mut out = Vec::new();
+        select
+            .run(&sift_engine::SliceSource(data.as_bytes()), &mut out)
+            .expect("in process");
+        out
+    };
+    assert!(
+        stream.len() > MAX_RECORDS,
+        "the stream spans several Records events"
+    );
+    assert!(
+        stream == expected,
+        "the payloads are the engine's IPC stream"
+    );
+    let reader = datafusion::arrow::ipc::reader::StreamReader::try_new(&stream[..], None)
+        .expect("an IPC stream");
+    let rows: usize = reader.map(|b| b.expect("a batch").num_rows()).sum();
+    assert_eq!(rows, 28_000);
+
+    let (csv, header) = select_with_format(&s3, "typed.csv", sql, None)
+        .await
+        .expect("a CSV select");
+    assert_eq!(header, None, "no Arrow without the header");
+    assert_eq!(csv.iter().filter(|&&b| b == b'\n').count(), 28_000);
+
+    let refused = select_with_format(&s3, "typed.csv", "SELECT * FROM S3Object", Some("arrow"))
+        .await
+        .expect_err("SELECT * has no fixed schema");
+    assert_eq!(refused, "400 UnsupportedSqlStructure");
+    let refused = select_with_format(&s3, "typed.csv", sql, Some("parquet"))
+        .await
+        .expect_err("an unknown format");
+    assert_eq!(refused, "400 InvalidArgument");
+}

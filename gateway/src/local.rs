@@ -17,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 
 use sift_engine::{FileSource, ObjectSource};
 
-use crate::select::{OpenSource, SelectService};
+use crate::select::{wants_arrow, OpenSource, SelectService};
 use crate::store::{
     blocking, hex, validate_key, At, Listing, LocalStore, NewObject, ObjectMeta, StoreError,
     StoredHeaders, WriteCondition, MAX_PART_NUMBER,
@@ -1248,6 +1248,7 @@ impl S3 for LocalGateway {
         &self,
         req: S3Request<SelectObjectContentInput>,
     ) -> S3Result<S3Response<SelectObjectContentOutput>> {
+        let arrow = wants_arrow(&req.headers)?;
         let input = req.input;
         let store = self.store.clone();
         let (bucket, key) = (input.bucket.clone(), input.key.clone());
@@ -1259,7 +1260,7 @@ impl S3 for LocalGateway {
             let source = unsafe { FileSource::mapped(&path) }?;
             Ok(Box::new(source) as Box<dyn ObjectSource + Send>)
         });
-        self.select.run(input, open).await
+        self.select.run(input, arrow, open).await
     }
 }
 

@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
+use hyper::header::{HeaderMap, HeaderValue};
 use s3s::dto::{
     self, ContinuationEvent, EndEvent, ProgressEvent, RecordsEvent, SelectObjectContentEvent,
     SelectObjectContentEventStream, SelectObjectContentInput, SelectObjectContentOutput,
@@ -95,11 +96,13 @@ impl SelectService {
         self
     }
 
-    /// Runs the select of `input` on the object that `open` opens. The caller has already
-    /// checked that the object exists, so that a missing one is a plain 404.
+    /// Runs the select of `input` on the object that `open` opens, with results as an Arrow
+    /// IPC stream when `arrow` ([`wants_arrow`]). The caller has already checked that the
+    /// object exists, so that a missing one is a plain 404.
     pub async fn run(
         &self,
         input: SelectObjectContentInput,
+        arrow: bool,
         open: OpenSource,
     ) -> S3Result<S3Response<SelectObjectContentOutput>> {
         let progress = input
@@ -108,7 +111,10 @@ impl SelectService {
             .as_ref()
             .and_then(|p| p.enabled)
             .unwrap_or(false);
-        let request = map_request(input.request, self.dialect)?;
+        let mut request = map_request(input.request, self.dialect)?;
+        if arrow {
+            request.output = OutputSerialization::Arrow;
+        }
         let select = Select::new(request)
             .map_err(engine_error)?
             .with_threads(self.threads);
@@ -141,9 +147,34 @@ impl SelectService {
 
         let mut stream = EventStream::new(rx);
         stream.wait_for_start().await?;
-        Ok(S3Response::new(SelectObjectContentOutput {
+        let mut response = S3Response::new(SelectObjectContentOutput {
             payload: Some(SelectObjectContentEventStream::new(stream)),
-        }))
+        });
+        if arrow {
+            response
+                .headers
+                .insert(RESULT_FORMAT_HEADER, HeaderValue::from_static("arrow"));
+        }
+        Ok(response)
+    }
+}
+
+/// The request header by which a client asks for select results as an Arrow IPC stream
+/// instead of what OutputSerialization names (docs/gateway.md). The response carries it
+/// back when the results are Arrow, so that a client can tell Sift's answer from a store's
+/// that ignored the header and wrote CSV.
+pub const RESULT_FORMAT_HEADER: &str = "x-sift-result-format";
+
+/// Whether a select request asks for Arrow results; a value other than `arrow` is refused
+/// rather than ignored.
+pub fn wants_arrow(headers: &HeaderMap) -> S3Result<bool> {
+    match headers.get(RESULT_FORMAT_HEADER) {
+        None => Ok(false),
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"arrow") => Ok(true),
+        Some(v) => Err(s3_error!(
+            InvalidArgument,
+            "{RESULT_FORMAT_HEADER}: {v:?} is not a result format; the one it selects is `arrow`"
+        )),
     }
 }
 

@@ -29,7 +29,7 @@ use s3s::{S3Error, S3ErrorCode, S3Request, S3Response, S3Result, S3};
 use sift_engine::ObjectSource;
 use tokio::runtime::Handle;
 
-use crate::select::{OpenSource, SelectService};
+use crate::select::{wants_arrow, OpenSource, SelectService};
 
 /// Where the upstream store is and how Sift signs its requests to it.
 #[derive(Clone)]
@@ -392,6 +392,7 @@ macro_rules! forward_all_but_select {
                 &self,
                 req: S3Request<SelectObjectContentInput>,
             ) -> S3Result<S3Response<SelectObjectContentOutput>> {
+                let arrow = wants_arrow(&req.headers)?;
                 let input = req.input;
                 let (size, etag) = self.lookup(&input.bucket, &input.key).await?;
                 let source = UpstreamSource {
@@ -405,7 +406,7 @@ macro_rules! forward_all_but_select {
                 };
                 let open: OpenSource =
                     Box::new(move || Ok(Box::new(source) as Box<dyn ObjectSource + Send>));
-                self.select.run(input, open).await
+                self.select.run(input, arrow, open).await
             }
         }
     };

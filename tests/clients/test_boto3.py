@@ -635,6 +635,53 @@ def test_select_parquet_written_by_pyarrow(s3, bucket):
     assert stats_of(events)["BytesScanned"] < len(buf.getvalue()) / 20
 
 
+def test_select_arrow_results_read_by_pyarrow(s3, bucket, tmp_path):
+    """Arrow results (docs/gateway.md): boto3 adds the request header, the Records payloads
+    make one IPC stream that pyarrow reads as typed columns equal to the CSV answer; the same
+    stream from `sift select --output arrow`."""
+    import subprocess
+
+    import pyarrow as pa
+    from conftest import _sift_bin
+
+    rows = [f"item {i},{i % 50},{'' if i % 7 == 0 else f'{i % 300}.{i % 100:02d}'}"
+            for i in range(20000)]
+    data = ("\n".join(rows) + "\n").encode()
+    s3.put_object(Bucket=bucket, Key="typed.csv", Body=data)
+    sql = ("SELECT s._1 AS name, CAST(s._2 AS INT) AS quantity, "
+           "CASE s._3 WHEN '' THEN NULL ELSE CAST(s._3 AS DECIMAL(7,2)) END AS price "
+           "FROM S3Object s WHERE CAST(s._2 AS INT) < 10")
+
+    def ask_for_arrow(request, **_):
+        request.headers["x-sift-result-format"] = "arrow"
+
+    s3.meta.events.register("before-sign.s3.SelectObjectContent", ask_for_arrow)
+    try:
+        r = s3.select_object_content(
+            Bucket=bucket, Key="typed.csv", Expression=sql, ExpressionType="SQL",
+            InputSerialization={"CSV": {}}, OutputSerialization={"CSV": {}})
+        assert r["ResponseMetadata"]["HTTPHeaders"].get("x-sift-result-format") == "arrow"
+        stream = b"".join(e["Records"]["Payload"] for e in r["Payload"] if "Records" in e)
+    finally:
+        s3.meta.events.unregister("before-sign.s3.SelectObjectContent", ask_for_arrow)
+    table = pa.ipc.open_stream(stream).read_all()
+    assert table.schema == pa.schema([("name", pa.string()), ("quantity", pa.int64()),
+                                      ("price", pa.decimal128(7, 2))])
+    csv, _, _ = select(s3, bucket, "typed.csv", sql, input={"CSV": {}})
+    want = [line.split(",") for line in csv.decode().splitlines()]
+    got = table.to_pylist()
+    assert len(got) == len(want) == 4000
+    for g, (name, quantity, price) in zip(got, want):
+        assert g["name"] == name and g["quantity"] == int(quantity)
+        assert (g["price"] is None) if price == "" else str(g["price"]) == price
+
+    path = tmp_path / "typed.csv"
+    path.write_bytes(data)
+    out = subprocess.run([_sift_bin(), "select", "--output", "arrow", "--file", str(path), sql],
+                         capture_output=True, check=True)
+    assert pa.ipc.open_stream(out.stdout).read_all().equals(table)
+
+
 def test_select_parquet_errors(s3, bucket):
     s3.put_object(Bucket=bucket, Key="t.parquet", Body=pyarrow_file(compression="zstd"))
     with pytest.raises(ClientError) as e:
