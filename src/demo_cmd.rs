@@ -164,6 +164,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         verbose: true,
         scheduler: None,
         memory_limit: None,
+        result_format: Default::default(),
     };
     eprintln!(
         "running {} queries in fetch, pushdown and dynamic mode over a {} emulated link…",

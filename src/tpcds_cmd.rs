@@ -12,7 +12,7 @@ use sift_tpcds::data::Slice;
 use sift_tpcds::error::{Error, Result};
 use sift_tpcds::layout::{self, Format, DEFAULT_PART_SIZE};
 use sift_tpcds::net::Link;
-use sift_tpcds::run::{self, RunOptions};
+use sift_tpcds::run::{self, ResultFormat, RunOptions};
 use sift_tpcds::s3::{EndpointArgs, Signing};
 use sift_tpcds::scan::Mode;
 use sift_tpcds::{load, queries, report};
@@ -204,6 +204,11 @@ pub struct RunArgs {
     /// DataFusion partitions (default: the number of cores).
     #[arg(long)]
     pub partitions: Option<usize>,
+    /// How pushed-down scans of text parts ask for their answers: `auto` asks for Arrow
+    /// (typed columns, no text to parse) where the store writes it — Sift's gateway — and
+    /// CSV elsewhere; `csv` always CSV; `arrow` fails the run if the store cannot.
+    #[arg(long, value_enum, default_value_t = ResultFormatArg::Auto)]
+    pub result_format: ResultFormatArg,
     /// Bytes per ScanRange split of a pushed-down scan [default: 32 MiB]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub split_bytes: Option<u64>,
@@ -376,7 +381,20 @@ pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
         verbose: true,
         scheduler: args.scheduler.clone(),
         memory_limit: args.memory_limit,
+        result_format: match args.result_format {
+            ResultFormatArg::Auto => ResultFormat::Auto,
+            ResultFormatArg::Arrow => ResultFormat::Arrow,
+            ResultFormatArg::Csv => ResultFormat::Csv,
+        },
     })
+}
+
+/// `--result-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResultFormatArg {
+    Auto,
+    Arrow,
+    Csv,
 }
 
 async fn run_queries(args: RunArgs) -> Result<()> {

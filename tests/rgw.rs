@@ -237,6 +237,9 @@ async fn tpcds_pushdown_to_rgw_select_returns_fetch_rows() {
     assert_eq!(behaviour["empty_is_null"], true, "{summary}");
     let max = behaviour["max_expression_bytes"].as_u64().unwrap_or(0);
     assert!((2048..4096).contains(&max), "{summary}");
+    // RGW ignores the request for Arrow answers and says nothing of it: the client reads CSV
+    // there, and refuses to run when told to insist on Arrow.
+    assert_eq!(behaviour["arrow_results"], false, "{summary}");
     assert!(
         String::from_utf8_lossy(&output.stderr)
             .contains("pushed-down scans select each part whole"),
@@ -254,6 +257,16 @@ async fn tpcds_pushdown_to_rgw_select_returns_fetch_rows() {
     }
     let c = &summary["against_fetch"]["pushdown"];
     assert!(c["bytes_reduction"].as_f64().unwrap() > 0.5, "{summary}");
+    let mut insist = run.clone();
+    insist.extend(["--result-format", "arrow"]);
+    let refused = sift(&insist);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--result-format arrow")
+            && stderr.contains("does not answer selects in Arrow"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(&out).ok();
     empty_and_delete(&direct, &bucket).await;
 }

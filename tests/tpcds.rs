@@ -127,11 +127,16 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         .map(|s| s.as_str().unwrap().split(':').next().unwrap())
         .collect();
     assert_eq!(failed, ["q90"], "{summary}");
-    // Sift answers ScanRanges and empty fields as AWS does (so parts are split), and takes
-    // long expressions.
+    // Sift answers ScanRanges and empty fields as AWS does (so parts are split), takes
+    // long expressions, and answers in Arrow when asked.
     assert_eq!(
         summary["select_behaviour"],
-        serde_json::json!({"scan_ranges": true, "empty_is_null": false, "max_expression_bytes": null}),
+        serde_json::json!({
+            "scan_ranges": true,
+            "empty_is_null": false,
+            "max_expression_bytes": null,
+            "arrow_results": true
+        }),
         "{summary}"
     );
     // Every mode takes the same filters into its scans, so the plans differ only there.
@@ -167,6 +172,11 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
             && store_sales.contains("WHERE"),
         "{store_sales}"
     );
+    // Asked for Arrow, the selects name a type for each column: ss_sold_date_sk (an INT).
+    assert!(
+        store_sales.contains("sql=SELECT CASE s._1 WHEN '' THEN NULL ELSE CAST(s._1 AS INT) END"),
+        "{store_sales}"
+    );
     // The gateway publishes /metrics, so its CPU time per mode is known.
     assert!(
         summary["modes"]["fetch"]["gateway_cpu_seconds"]
@@ -180,6 +190,44 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("pushdown vs fetch"), "{md}");
     assert!(out.join("charts/speedup-dynamic.png").exists());
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// `--result-format csv` keeps the CSV answers Sift's gateway would otherwise replace with
+/// Arrow: the selects name the columns as they are, and every mode's rows still equal
+/// fetch's (the run checks). `--result-format` takes only its three values.
+#[test]
+fn csv_answers_on_request_give_the_same_rows() {
+    let (_gateway, endpoint) = loaded_gateway(SF);
+    let out = temp_dir("sift-tpcds-csv-answers");
+    let queries = "3,7,19,42,52,55,96";
+    check(
+        &sift_run(&endpoint, "all", queries, &out, &["--result-format", "csv"]),
+        "a run with CSV answers",
+    );
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(
+        summary["select_behaviour"]["arrow_results"], false,
+        "{summary}"
+    );
+    let plan = std::fs::read_to_string(out.join("plans/pushdown/q3.txt")).expect("plan");
+    assert!(
+        plan.contains("sql=SELECT s._") && !plan.contains("WHEN '' THEN NULL"),
+        "{plan}"
+    );
+    let bad = sift_run(
+        &endpoint,
+        "pushdown",
+        "3",
+        &out,
+        &["--result-format", "parquet"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("--result-format"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
     std::fs::remove_dir_all(&out).ok();
 }
 

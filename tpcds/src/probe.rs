@@ -15,6 +15,10 @@
 //!   empty field. Ceph RGW reads an empty field as NULL (so `s._N = ''` matches nothing) and
 //!   writes NULL as `null`. The check selects the empty field after a dsdgen line's trailing
 //!   `|` and looks at what comes back.
+//! * **Arrow answers.** Sift's gateway answers a select in Arrow when asked by a header
+//!   (docs/gateway.md) and says so in its response; other stores ignore the header. The
+//!   check asks once; scans ask only a store that said yes, and read each answer as its
+//!   response says it is.
 //! * **Request size.** AWS takes expressions up to 256 KiB. Ceph RGW 18.2 reads at most 4,096
 //!   bytes of a select's request body and parses a longer one as an empty query (a syntax
 //!   error); a run-time key list of county names made q31's select too long. The check sends
@@ -27,7 +31,7 @@ use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::error::{Error, Result};
 use crate::layout::Format;
-use crate::scan::{Request, Store};
+use crate::scan::{Request, Results, Store};
 
 /// What a store's S3 Select does where stores differ, as far as the client's requests and
 /// its reading of the answers depend on it.
@@ -41,6 +45,9 @@ pub struct SelectBehaviour {
     /// The longest expression the store takes, counted as the request's XML carries it
     /// ([`xml_len`]), when it refuses some under 64 KiB (Ceph RGW); `None` otherwise.
     pub max_expression_bytes: Option<usize>,
+    /// Answers a select in Arrow when asked (Sift's gateway).
+    #[serde(default)]
+    pub arrow_results: bool,
 }
 
 impl SelectBehaviour {
@@ -49,6 +56,7 @@ impl SelectBehaviour {
         scan_ranges: true,
         empty_is_null: false,
         max_expression_bytes: None,
+        arrow_results: false,
     };
 
     /// Whether the store takes `sql` as one select's expression.
@@ -88,16 +96,21 @@ pub async fn check(store: &Store, parts: &[&(String, u64)]) -> Result<SelectBeha
             start: 0,
             end: *size,
         };
-        let body = store.send(&whole, "", Format::Csv).await?.body;
+        let body = store
+            .send(&whole, "", Format::Csv, Results::Csv)
+            .await?
+            .body;
         let Some(scan_ranges) = splits_records(store, key, &body).await? else {
             continue;
         };
         let empty_is_null = reads_empty_as_null(store, key, &body).await?;
         let max_expression_bytes = expression_limit(store, key).await?;
+        let arrow_results = answers_arrow(store, key).await?;
         return Ok(SelectBehaviour {
             scan_ranges,
             empty_is_null,
             max_expression_bytes,
+            arrow_results,
         });
     }
     Err(Error::Invalid(
@@ -112,7 +125,35 @@ async fn select(store: &Store, key: &str, range: Option<(u64, u64)>, sql: &str) 
         key: key.to_string(),
         range,
     };
-    Ok(store.send(&request, sql, Format::Csv).await?.body)
+    Ok(store
+        .send(&request, sql, Format::Csv, Results::Csv)
+        .await?
+        .body)
+}
+
+/// Whether `store` answers a select of `key` in Arrow when asked: the answer says so and is
+/// an Arrow stream of the one text column asked for.
+async fn answers_arrow(store: &Store, key: &str) -> Result<bool> {
+    let request = Request::Select {
+        key: key.to_string(),
+        range: None,
+    };
+    let sql = "SELECT s._1 FROM S3Object s LIMIT 1";
+    let answer = store
+        .send(&request, sql, Format::Csv, Results::Arrow)
+        .await?;
+    if !answer.arrow {
+        return Ok(false);
+    }
+    let schema = datafusion::arrow::ipc::reader::StreamReader::try_new(&answer.body[..], None)
+        .map(|reader| reader.schema())
+        .map_err(|e| {
+            Error::Invalid(format!(
+                "SelectObjectContent {key}: the store said its answer was Arrow, but it is \
+                 not an Arrow stream ({e})"
+            ))
+        })?;
+    Ok(schema.fields().len() == 1)
 }
 
 /// The first field of every record, the query the check sends.

@@ -41,7 +41,7 @@ use crate::net::Link;
 use crate::probe::{self, SelectBehaviour};
 use crate::queries;
 use crate::s3::{table_prefix, EndpointArgs};
-use crate::scan::{join_tree, with_key_statistics, Mode, Request, S3Table, Store};
+use crate::scan::{join_tree, with_key_statistics, Mode, Request, Results, S3Table, Store};
 use crate::schema::SCHEMAS;
 
 /// What to run.
@@ -70,6 +70,19 @@ pub struct RunOptions {
     /// it, and a statement whose hash join does not fit runs again with sort-merge joins,
     /// which spill ([`MemoryUse`]). Unbounded when `None`.
     pub memory_limit: Option<u64>,
+    /// How pushed-down scans ask for their answers.
+    pub result_format: ResultFormat,
+}
+
+/// How pushed-down scans ask for their answers: as Arrow where the store writes it (Sift's
+/// gateway, found by the store check before the run) and as CSV elsewhere; or always as CSV;
+/// or as Arrow, failing the run if the store cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResultFormat {
+    #[default]
+    Auto,
+    Arrow,
+    Csv,
 }
 
 /// One query in one mode (`results.json`).
@@ -277,6 +290,18 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     if options.format == Format::Csv && options.modes.iter().any(|&m| m != Mode::Fetch) {
         let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
         store.behaviour = probe::check(&store, &parts).await?;
+        match options.result_format {
+            ResultFormat::Auto => {}
+            ResultFormat::Csv => store.behaviour.arrow_results = false,
+            ResultFormat::Arrow if store.behaviour.arrow_results => {}
+            ResultFormat::Arrow => {
+                return Err(Error::Invalid(format!(
+                    "--result-format arrow: {} does not answer selects in Arrow (only Sift's \
+                     gateway does); leave it out to read CSV there",
+                    endpoint.endpoints.join(", ")
+                )))
+            }
+        }
         if !store.behaviour.scan_ranges {
             eprintln!(
                 "note: {} does not answer a ScanRange with the records that start in it \
@@ -574,7 +599,10 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
         start: 0,
         end: (*size).min(64 << 10),
     };
-    let body = store.send(&sample, "", Format::Csv).await?.body;
+    let body = store
+        .send(&sample, "", Format::Csv, Results::Csv)
+        .await?
+        .body;
     let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
     Ok(body.len() as f64 / lines as f64)
 }

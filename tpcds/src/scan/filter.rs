@@ -21,6 +21,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use crate::layout::Format;
 use crate::probe::SelectBehaviour;
 use crate::pushdown::{self, Naming, Pred};
+use crate::scan::request::Results;
 
 /// How the store's SQL names the columns of a table stored in `format`.
 pub(super) fn naming(format: Format, schema: &Schema, behaviour: SelectBehaviour) -> Naming<'_> {
@@ -55,8 +56,11 @@ pub(super) struct ScanFilters {
 /// What a select statement is made of, besides its WHERE clause.
 #[derive(Debug, Clone)]
 pub(super) struct Statement {
-    /// The SELECT list.
+    /// The SELECT list: the columns as they are, or cast to typed columns for Arrow
+    /// answers.
     pub(super) columns: String,
+    /// How the answers are asked for.
+    pub(super) results: Results,
     /// The table columns the scan outputs (the dynamic filters name these, in this order).
     pub(super) projection: Vec<usize>,
     pub(super) schema: SchemaRef,

@@ -52,7 +52,7 @@ use tokio::sync::Semaphore;
 
 use crate::probe::SelectBehaviour;
 
-pub(crate) use request::Request;
+pub(crate) use request::{Request, Results};
 pub use source::join_tree;
 pub(crate) use source::{scan_units, sift_scan, ScanSource, FILE_TYPE};
 pub use table::{with_key_statistics, S3Table};

@@ -2,10 +2,13 @@
 //! and sent to its home endpoint or, when that one is busy or down, to the next
 //! ([`Store::send`]), and the two S3 calls, checked to be complete.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_sdk_s3::config::interceptors::BeforeDeserializationInterceptorContextRef;
+use aws_sdk_s3::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_s3::error::BoxError;
 use aws_sdk_s3::types::{
     CompressionType, CsvInput, CsvOutput, ExpressionType, FileHeaderInfo, InputSerialization,
     OutputSerialization, ParquetInput, ScanRange, SelectObjectContentEventStream,
@@ -62,16 +65,17 @@ pub(super) async fn run_request(
     request: Request,
     sql: Arc<str>,
     format: Format,
+    results: Results,
     metrics: ScanMetrics,
-) -> DfResult<Bytes> {
+) -> DfResult<(Bytes, bool)> {
     let mut task = AbortOnDrop(tokio::spawn(async move {
         let _permit = Arc::clone(&store.permits)
             .acquire_owned()
             .await
             .map_err(|_| Error::Invalid("the request limiter was closed".into()))?;
-        let answer = store.send(&request, &sql, format).await?;
+        let answer = store.send(&request, &sql, format, results).await?;
         metrics.request_done(&answer);
-        Ok::<_, Error>(answer.body)
+        Ok::<_, Error>((answer.body, answer.arrow))
     }));
     match (&mut task.0).await {
         Ok(result) => result.map_err(DataFusionError::from),
@@ -104,11 +108,26 @@ fn backoff(first: Duration, attempt: usize) -> Duration {
     (first * factor).min(Duration::from_secs(10))
 }
 
+/// How a select asks for its answer: CSV text (what every store writes), or Sift's Arrow
+/// IPC stream (the `x-sift-result-format: arrow` header, docs/gateway.md), which a store
+/// that does not know the header ignores, answering CSV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Results {
+    Csv,
+    Arrow,
+}
+
+/// The request header asking for Arrow results, which Sift's answer carries back.
+const RESULT_FORMAT: &str = "x-sift-result-format";
+
 /// A request's answer: the body, the object bytes the store read for it, and where it came
 /// from.
 #[derive(Debug)]
 pub(crate) struct Answer {
     pub(crate) body: Bytes,
+    /// The body is an Arrow IPC stream: asked for, and the store said so. Otherwise it is
+    /// the CSV text (or the object bytes, for a GET).
+    pub(crate) arrow: bool,
     pub(crate) scanned: u64,
     /// The index of the endpoint that answered.
     pub(crate) endpoint: usize,
@@ -145,6 +164,7 @@ impl Store {
         request: &Request,
         sql: &str,
         format: Format,
+        results: Results,
     ) -> Result<Answer, Error> {
         let mut next = request.home(self.endpoints.len());
         let mut tried: Vec<usize> = Vec::new();
@@ -161,18 +181,20 @@ impl Store {
                         .await
                         .map(|body| {
                             let scanned = body.len() as u64;
-                            (body, scanned)
+                            (body, scanned, false)
                         })
                 }
                 Request::Select { key, range } => {
-                    select(&endpoint.client, &self.bucket, key, *range, sql, format).await
+                    let client = &endpoint.client;
+                    select(client, &self.bucket, key, *range, sql, format, results).await
                 }
             };
             let error = match sent {
-                Ok((body, scanned)) => {
+                Ok((body, scanned, arrow)) => {
                     self.scanned.fetch_add(scanned, Ordering::Relaxed);
                     return Ok(Answer {
                         body,
+                        arrow,
                         scanned,
                         endpoint: at,
                         retries: attempt,
@@ -244,8 +266,9 @@ async fn get(
     Ok(body)
 }
 
-/// The records of `key` (those that start in `range`, or all) that `sql` selects, as the CSV
-/// text the store sent, with the bytes the store scanned for them. Only a stream that ended
+/// The records of `key` (those that start in `range`, or all) that `sql` selects, as the store sent them — CSV text, or an
+/// Arrow IPC stream when `results` asked for one and the store's answer says it is (the
+/// third value) — with the bytes the store scanned for them. Only a stream that ended
 /// with the End event is a result: one cut short, by the server or the connection, is a
 /// (transient) error naming the object and the range.
 async fn select(
@@ -255,7 +278,8 @@ async fn select(
     range: Option<(u64, u64)>,
     sql: &str,
     format: Format,
-) -> Result<(Bytes, u64), Error> {
+    results: Results,
+) -> Result<(Bytes, u64, bool), Error> {
     let target = match range {
         Some((start, end)) => format!("{key} (ScanRange {start}-{})", end - 1),
         None => key.to_string(),
@@ -299,6 +323,7 @@ async fn select(
             .end(end as i64 - 1)
             .build()
     });
+    let answered_arrow = SeeArrow::default();
     let mut response = client
         .select_object_content()
         .bucket(bucket)
@@ -308,6 +333,13 @@ async fn select(
         .input_serialization(input)
         .output_serialization(output)
         .set_scan_range(scan_range)
+        .customize()
+        .interceptor(answered_arrow.clone())
+        .mutate_request(move |r| {
+            if results == Results::Arrow {
+                r.headers_mut().insert(RESULT_FORMAT, "arrow");
+            }
+        })
         .send()
         .await
         .map_err(|e| Error::s3("SelectObjectContent", &target, e))?;
@@ -344,5 +376,27 @@ async fn select(
             transient: true,
         });
     }
-    Ok((records.freeze(), scanned))
+    let arrow = results == Results::Arrow && answered_arrow.0.load(Ordering::Relaxed);
+    Ok((records.freeze(), scanned, arrow))
+}
+
+/// Notes whether a select's response says its records are Arrow.
+#[derive(Debug, Clone, Default)]
+struct SeeArrow(Arc<AtomicBool>);
+
+impl Intercept for SeeArrow {
+    fn name(&self) -> &'static str {
+        "SeeArrow"
+    }
+
+    fn read_before_deserialization(
+        &self,
+        context: &BeforeDeserializationInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let arrow = context.response().headers().get(RESULT_FORMAT) == Some("arrow");
+        self.0.store(arrow, Ordering::Relaxed);
+        Ok(())
+    }
 }

@@ -24,7 +24,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DfResult, Statistics};
@@ -50,7 +50,7 @@ use futures::FutureExt;
 use crate::layout::Format;
 use crate::pushdown;
 use crate::scan::filter::{naming, ScanFilters, Statement};
-use crate::scan::request::{Answer, Request};
+use crate::scan::request::{Answer, Request, Results};
 use crate::scan::stream::{FetchedCsv, FetchedParquet, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
 use crate::scan::Mode;
@@ -131,9 +131,49 @@ impl ScanSource {
             .join(", ")
     }
 
+    /// Arrow answers where the store writes them (Sift's gateway), for text parts with
+    /// columns to return; CSV otherwise.
+    fn results(&self) -> Results {
+        let arrow = self.table.store.behaviour.arrow_results
+            && self.table.format == Format::Csv
+            && !self.projection.is_empty();
+        match arrow {
+            true => Results::Arrow,
+            false => Results::Csv,
+        }
+    }
+
+    /// The SELECT list of a scan answered in Arrow: each column with a type the store fixes
+    /// and an empty field as NULL, as the CSV decoder reads one. Integers are read as INT
+    /// (Int64), decimals as the table's DECIMAL(p,s), text and dates as text (dates are
+    /// cast to Date32 by the client as it decodes the answer).
+    fn typed_list(&self) -> String {
+        self.projection
+            .iter()
+            .map(|&i| {
+                let f = pushdown::field(i);
+                match self.table.schema.field(i).data_type() {
+                    DataType::Int32 | DataType::Int64 => {
+                        format!("CASE {f} WHEN '' THEN NULL ELSE CAST({f} AS INT) END")
+                    }
+                    DataType::Decimal128(p, s) => {
+                        format!("CASE {f} WHEN '' THEN NULL ELSE CAST({f} AS DECIMAL({p},{s})) END")
+                    }
+                    _ => format!("NULLIF({f}, '')"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     fn statement(&self) -> Statement {
+        let results = self.results();
         Statement {
-            columns: self.select_list(),
+            columns: match results {
+                Results::Arrow => self.typed_list(),
+                Results::Csv => self.select_list(),
+            },
+            results,
             projection: self.projection.clone(),
             schema: Arc::clone(&self.table.schema),
             format: self.table.format,

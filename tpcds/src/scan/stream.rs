@@ -13,9 +13,11 @@
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
+use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::csv::reader::Decoder;
 use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::{DataFusionError, Result as DfResult};
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
@@ -26,7 +28,7 @@ use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::layout::Format;
 use crate::scan::filter::{ClientFilter, ScanFilters, Statement};
-use crate::scan::request::{run_request, Request};
+use crate::scan::request::{run_request, Request, Results};
 use crate::scan::source::ScanMetrics;
 use crate::scan::{Store, BATCH_ROWS};
 
@@ -40,8 +42,20 @@ pub(super) struct Requests {
 }
 
 impl Requests {
-    /// The bodies, in request order.
-    fn bodies(self, sql: Arc<str>, format: Format) -> BoxStream<'static, DfResult<Bytes>> {
+    /// The GET bodies, in request order.
+    fn fetched(self, format: Format) -> BoxStream<'static, DfResult<Bytes>> {
+        self.answers(Arc::from(""), format, Results::Csv)
+            .map_ok(|(body, _)| body)
+            .boxed()
+    }
+
+    /// The bodies, in request order, each with whether it is an Arrow IPC stream.
+    fn answers(
+        self,
+        sql: Arc<str>,
+        format: Format,
+        results: Results,
+    ) -> BoxStream<'static, DfResult<(Bytes, bool)>> {
         let Requests {
             list,
             store,
@@ -55,6 +69,7 @@ impl Requests {
                     request,
                     Arc::clone(&sql),
                     format,
+                    results,
                     metrics.clone(),
                 )
             })
@@ -102,7 +117,7 @@ impl FetchedCsv {
             .with_projection(self.read)
             .build_decoder();
         let keep = self.keep;
-        let bodies = self.requests.bodies(Arc::from(""), self.format);
+        let bodies = self.requests.fetched(self.format);
         let bodies = match self.format {
             Format::CsvGzip => bodies
                 .and_then(|body| async move {
@@ -145,7 +160,7 @@ impl FetchedParquet {
         let (read, keep) = (self.read, self.keep);
         Ok(self
             .requests
-            .bodies(Arc::from(""), Format::Parquet)
+            .fetched(Format::Parquet)
             .map(move |body| {
                 let batches = body
                     .and_then(|b| parquet_batches(b, &read, &schema))
@@ -176,53 +191,133 @@ pub(super) struct Selected {
 
 impl Selected {
     pub(super) fn stream(self) -> DfResult<BoxStream<'static, DfResult<RecordBatch>>> {
-        let decoder = self.decoder()?;
         let Selected {
             requests,
             filters,
             statement,
-            ..
+            output,
         } = self;
-        let format = statement.format;
+        let (format, results) = (statement.format, statement.results);
+        let empty_is_null = statement.behaviour.empty_is_null;
         let metrics = requests.metrics.clone();
-        let bodies = stream::once(async move {
+        let answers = stream::once(async move {
             match filters.statement(statement).await {
                 Ok(sql) => {
                     metrics.sent(&sql);
-                    requests.bodies(Arc::from(sql), format)
+                    requests.answers(Arc::from(sql), format, results)
                 }
                 Err(e) => stream::iter(vec![Err(e)]).boxed(),
             }
         })
         .flatten()
         .boxed();
-        Ok(decode(bodies, decoder))
+        if results == Results::Csv {
+            let decoder = answer_decoder(&output, empty_is_null)?;
+            return Ok(decode(answers.map_ok(|(body, _)| body).boxed(), decoder));
+        }
+        // Each answer whole, off the async threads: an Arrow stream, or the CSV of a store
+        // that ignored the request for one.
+        Ok(answers
+            .and_then(move |(body, arrow)| {
+                let output = Arc::clone(&output);
+                async move {
+                    tokio::task::spawn_blocking(move || match arrow {
+                        true => arrow_batches(&body, &output),
+                        false => csv_batches(body, answer_decoder(&output, empty_is_null)?),
+                    })
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+                }
+            })
+            .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
+            .try_flatten()
+            .boxed())
     }
+}
 
-    /// The answers' decoder: the output columns, or one ignored field per line when no
-    /// column is asked for (the SELECT list is then a constant).
-    fn decoder(&self) -> DfResult<Decoder> {
-        let (schema, projection) = match self.output.fields().len() {
-            0 => (
-                Arc::new(Schema::new(vec![Field::new("_", DataType::Utf8, true)])),
-                vec![],
-            ),
-            n => (Arc::clone(&self.output), (0..n).collect()),
-        };
-        let builder = ReaderBuilder::new(schema)
-            .with_delimiter(FIELD_DELIMITER)
-            .with_header(false)
-            .with_batch_size(BATCH_ROWS)
-            .with_projection(projection);
-        if self.statement.behaviour.empty_is_null {
-            // The store writes NULL as `null` (and an empty field is NULL to it).
-            let null = Regex::new("^(null)?$")
-                .map_err(|e| DataFusionError::Internal(format!("the NULL pattern: {e}")))?;
-            Ok(builder.with_null_regex(null).build_decoder())
-        } else {
-            Ok(builder.build_decoder())
+/// The decoder of CSV answers: the output columns, or one ignored field per line when no
+/// column is asked for (the SELECT list is then a constant). `empty_is_null`: the store
+/// writes NULL as `null` (see [`SelectBehaviour`](crate::probe::SelectBehaviour)).
+fn answer_decoder(output: &SchemaRef, empty_is_null: bool) -> DfResult<Decoder> {
+    let (schema, projection) = match output.fields().len() {
+        0 => (
+            Arc::new(Schema::new(vec![Field::new("_", DataType::Utf8, true)])),
+            vec![],
+        ),
+        n => (Arc::clone(output), (0..n).collect()),
+    };
+    let builder = ReaderBuilder::new(schema)
+        .with_delimiter(FIELD_DELIMITER)
+        .with_header(false)
+        .with_batch_size(BATCH_ROWS)
+        .with_projection(projection);
+    if empty_is_null {
+        // The store writes NULL as `null` (and an empty field is NULL to it).
+        let null = Regex::new("^(null)?$")
+            .map_err(|e| DataFusionError::Internal(format!("the NULL pattern: {e}")))?;
+        Ok(builder.with_null_regex(null).build_decoder())
+    } else {
+        Ok(builder.build_decoder())
+    }
+}
+
+/// One whole CSV answer through `decoder`.
+fn csv_batches(mut body: Bytes, mut decoder: Decoder) -> DfResult<Vec<RecordBatch>> {
+    let mut batches = Vec::new();
+    loop {
+        let used = decoder.decode(&body)?;
+        body.advance(used);
+        if body.is_empty() {
+            decoder.decode(&[])?;
+        } else if used == 0 && decoder.capacity() > 0 {
+            return Err(DataFusionError::Internal(
+                "CSV decoder made no progress".to_string(),
+            ));
+        }
+        if let Some(batch) = decoder.flush()? {
+            batches.push(batch);
+        }
+        if body.is_empty() {
+            return Ok(batches);
         }
     }
+}
+
+/// Casts that fail on a value they cannot carry, rather than making it NULL.
+const EXACT: CastOptions<'static> = CastOptions {
+    safe: false,
+    format_options: datafusion::arrow::util::display::FormatOptions::new(),
+};
+
+/// One whole Arrow answer as batches of the scan's `output` columns. The store's columns
+/// are the types the statement cast to ([`Statement::typed_list`]): Int64 for the table's
+/// integers, Utf8 for its dates; each is cast to the table's type.
+fn arrow_batches(body: &[u8], output: &SchemaRef) -> DfResult<Vec<RecordBatch>> {
+    let reader = StreamReader::try_new(body, None)?;
+    let mut batches = Vec::new();
+    for batch in reader {
+        let batch = batch?;
+        if batch.num_columns() != output.fields().len() {
+            return Err(DataFusionError::Execution(format!(
+                "an Arrow answer has {} columns, the scan {}",
+                batch.num_columns(),
+                output.fields().len()
+            )));
+        }
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(output.fields())
+            .map(|(column, field)| cast_with_options(column, field.data_type(), &EXACT))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        batches.push(RecordBatch::try_new_with_options(
+            Arc::clone(output),
+            columns,
+            &options,
+        )?);
+    }
+    Ok(batches)
 }
 
 /// A whole Parquet part as record batches of the columns `projection`, in its order.

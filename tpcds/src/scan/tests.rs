@@ -12,7 +12,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
 use crate::layout::Format;
-use crate::scan::request::Request;
+use crate::scan::request::{Request, Results};
 use crate::scan::source::{scan_units, sift_scan, ScanSource};
 use crate::scan::table::{with_key_statistics, S3Table};
 use crate::scan::{Location, Mode, Store};
@@ -144,13 +144,13 @@ async fn a_request_goes_to_the_next_endpoint_when_its_home_is_down() {
     let store = store_at(endpoints).await;
 
     let answer = store
-        .send(&request, "", Format::Csv)
+        .send(&request, "", Format::Csv, Results::Csv)
         .await
         .expect("answered");
     assert_eq!(&answer.body[..], b"abcd");
     assert_eq!((answer.endpoint, answer.retries), (1 - home, 1));
     let again = store
-        .send(&request, "", Format::Csv)
+        .send(&request, "", Format::Csv, Results::Csv)
         .await
         .expect("answered");
     assert_eq!(
@@ -167,7 +167,12 @@ async fn a_request_that_fails_everywhere_names_the_endpoints_tried() {
     let (a, b) = (dead_endpoint().await, dead_endpoint().await);
     let store = store_at(vec![a.clone(), b.clone()]).await;
     let error = store
-        .send(&get("t/part-00001.dat", 0, 4), "", Format::Csv)
+        .send(
+            &get("t/part-00001.dat", 0, 4),
+            "",
+            Format::Csv,
+            Results::Csv,
+        )
         .await
         .expect_err("nowhere to send it");
     assert!(
@@ -193,7 +198,7 @@ async fn a_refused_request_is_not_sent_again() {
     let store = store_at(vec![server, dead_endpoint().await]).await;
     let request = get("t/missing.dat", 0, 4);
     let error = store
-        .send(&request, "", Format::Csv)
+        .send(&request, "", Format::Csv, Results::Csv)
         .await
         .expect_err("refused");
     assert!(
@@ -243,7 +248,7 @@ async fn a_select_stream_cut_short_is_an_error_naming_object_and_range() {
             range: Some((0, 100)),
         };
         let error = store
-            .send(&request, "SELECT s._1", Format::Csv)
+            .send(&request, "SELECT s._1", Format::Csv, Results::Csv)
             .await
             .expect_err("a result cut short is an error");
         assert!(
