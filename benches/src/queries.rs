@@ -22,6 +22,23 @@ pub const QUERIES: [(&str, &str); 3] = [
     ("projection", PROJECTION),
 ];
 
+/// `q28_filter` and `projection` as Sift's TPC-DS client sends them for Arrow answers, each
+/// column cast to its type (docs/tpcds.md: ss_wholesale_cost, ss_list_price and
+/// ss_coupon_amt are DECIMAL(7,2); ss_sold_date_sk and ss_item_sk INT). Run once with CSV
+/// and once with Arrow output, they show what writing text costs.
+pub const Q28_TYPED: &str = "SELECT CASE s._12 WHEN '' THEN NULL ELSE CAST(s._12 AS DECIMAL(7,2)) END, CASE s._13 WHEN '' THEN NULL ELSE CAST(s._13 AS DECIMAL(7,2)) END, CASE s._20 WHEN '' THEN NULL ELSE CAST(s._20 AS DECIMAL(7,2)) END FROM S3Object s WHERE ((case s._11 when '' then null else CAST(s._11 AS INT) end >= 0 AND case s._11 when '' then null else CAST(s._11 AS INT) end <= 5))";
+
+/// See [`Q28_TYPED`].
+pub const PROJECTION_TYPED: &str = "SELECT CASE s._1 WHEN '' THEN NULL ELSE CAST(s._1 AS INT) END, CASE s._3 WHEN '' THEN NULL ELSE CAST(s._3 AS INT) END, CASE s._14 WHEN '' THEN NULL ELSE CAST(s._14 AS DECIMAL(7,2)) END FROM S3Object s";
+
+/// The output comparison: name, query, and whether the output is Arrow (else CSV).
+pub const OUTPUT_QUERIES: [(&str, &str, bool); 4] = [
+    ("q28_typed_csv", Q28_TYPED, false),
+    ("q28_typed_arrow", Q28_TYPED, true),
+    ("projection_typed_csv", PROJECTION_TYPED, false),
+    ("projection_typed_arrow", PROJECTION_TYPED, true),
+];
+
 /// A request over dsdgen data as Trino sends it: `|` fields, U+FDD0 as the comment marker.
 pub fn dsdgen_request(sql: &str) -> SelectRequest {
     SelectRequest {

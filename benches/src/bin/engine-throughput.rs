@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use sift_benches::measure::{best, children_cpu, process_cpu, wc_l, CountSink, Round, Scaling};
 use sift_benches::queries;
-use sift_engine::{Select, SliceSource};
+use sift_engine::{OutputSerialization, Select, SliceSource};
 use sift_tpcds_data::data;
 
 #[derive(Parser)]
@@ -51,9 +51,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("|---|---|---|---|---|---|");
     let sift = std::env::current_exe()?.with_file_name("sift");
     let mut scaling = Vec::new();
-    for (name, sql) in queries::QUERIES {
+    let text = queries::QUERIES.map(|(name, sql)| (name, sql, false));
+    for (name, sql, arrow) in text.into_iter().chain(queries::OUTPUT_QUERIES) {
+        let mut request = queries::dsdgen_request(sql);
+        if arrow {
+            request.output = OutputSerialization::Arrow;
+        }
         let selects = [1, 2].map(|t| {
-            Select::new(queries::dsdgen_request(sql)).map(|s| {
+            Select::new(request.clone()).map(|s| {
                 let s = s.with_threads(t);
                 match args.chunk_kib {
                     Some(k) => s.with_chunk_size(k * 1024),
@@ -83,6 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     let (t, c) = (Instant::now(), children_cpu());
                     let _ = Command::new(&sift)
                         .args(["select", "--field-delimiter", "|", "--comments", "\u{FDD0}"])
+                        .args(["--output", if arrow { "arrow" } else { "csv" }])
                         .arg("--threads")
                         .arg(threads.to_string())
                         .arg("--file")
