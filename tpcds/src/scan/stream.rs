@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::csv::reader::Decoder;
 use datafusion::arrow::csv::ReaderBuilder;
@@ -310,14 +311,20 @@ fn arrow_batches(body: &[u8], output: &SchemaRef) -> DfResult<Vec<RecordBatch>> 
             .zip(output.fields())
             .map(|(column, field)| cast_with_options(column, field.data_type(), &EXACT))
             .collect::<Result<Vec<_>, _>>()?;
-        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-        batches.push(RecordBatch::try_new_with_options(
-            Arc::clone(output),
-            columns,
-            &options,
-        )?);
+        batches.push(batch_of(output, columns, batch.num_rows())?);
     }
     Ok(batches)
+}
+
+/// A batch of the scan's `output` columns with `rows` rows (which a batch of no columns
+/// cannot tell by itself).
+fn batch_of(output: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> DfResult<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(output),
+        columns,
+        &options,
+    )?)
 }
 
 /// A whole Parquet part as record batches of the columns `projection`, in its order.
@@ -346,12 +353,7 @@ fn parquet_batches(
     for batch in reader {
         let batch = batch?;
         let columns = order.iter().map(|&i| Arc::clone(batch.column(i))).collect();
-        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-        batches.push(RecordBatch::try_new_with_options(
-            Arc::clone(output),
-            columns,
-            &options,
-        )?);
+        batches.push(batch_of(output, columns, batch.num_rows())?);
     }
     Ok(batches)
 }
