@@ -45,6 +45,7 @@ use crate::eval::bind::{Output, Plan};
 use crate::eval::coerce::display_for_error;
 use crate::eval::expr::{field_text, CExpr, Row};
 use crate::sql::ast::{AggFunc, BinaryOp, CastType, Expr, Literal, Projection, Query, UnaryOp};
+use crate::value::numeric::{parse_i64, parse_scaled_i64};
 use crate::value::{Decimal, Value};
 
 /// The Arrow type of one output column, fixed by the SQL.
@@ -138,6 +139,14 @@ impl ArrowOutput {
                 CExpr::Field { index } => match field_text(row.record, *index)? {
                     Some(s) => b.append(&Value::Str(s.into()), name)?,
                     None => b.append_null(),
+                },
+                // Trino's typed column: plain digits go straight into an INT or DECIMAL
+                // column; anything else takes the general CAST, so values and errors are
+                // the same either way.
+                CExpr::EmptyAsNullCast { index, .. } => match field_text(row.record, *index)? {
+                    Some("") => b.append_null(),
+                    Some(s) if b.append_digits(s.as_bytes()) => {}
+                    _ => b.append(&e.eval(row)?, name)?,
                 },
                 other => b.append(&other.eval(row)?, name)?,
             }
@@ -384,6 +393,33 @@ impl Builder {
             Builder::Decimal { b, .. } => b.append_null(),
             Builder::Str(b) => b.append_null(),
             Builder::Timestamp(b) => b.append_null(),
+        }
+    }
+
+    /// Appends the number `text` holds when it is plain digits that fit an INT column, or
+    /// digits with at most the scale's fraction digits that fit a DECIMAL column; false
+    /// (nothing appended) otherwise.
+    fn append_digits(&mut self, text: &[u8]) -> bool {
+        match self {
+            Builder::Int(b) => match parse_i64(text) {
+                Some(v) => {
+                    b.append_value(v);
+                    true
+                }
+                None => false,
+            },
+            Builder::Decimal {
+                b,
+                precision,
+                scale,
+            } if *scale <= 18 => match parse_scaled_i64(text, *scale) {
+                Some(m) if m.unsigned_abs() < 10u64.saturating_pow(u32::from(*precision)) => {
+                    b.append_value(i128::from(m));
+                    true
+                }
+                _ => false,
+            },
+            _ => false,
         }
     }
 
