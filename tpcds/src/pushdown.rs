@@ -529,8 +529,16 @@ fn guarded(col: &Col, naming: Naming<'_>) -> Option<String> {
             _ => None,
         };
     }
-    let f = field(col.index);
-    let cast = match &col.ty {
+    typed_field(col.index, &col.ty)
+}
+
+/// Text field `index` read as a value of `ty`, as DataFusion reads it: empty is NULL, then
+/// cast (`case s._N when '' then null else CAST(s._N AS INT) end`). The conditions compare
+/// it; a scan answered in Arrow selects it, so that the store sends typed columns. `None`
+/// for a type with no S3 Select form.
+pub fn typed_field(index: usize, ty: &DataType) -> Option<String> {
+    let f = field(index);
+    let cast = match ty {
         DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
             format!("CAST({f} AS INT)")
         }

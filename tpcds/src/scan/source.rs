@@ -24,7 +24,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DfResult, Statistics};
@@ -131,48 +131,34 @@ impl ScanSource {
             .join(", ")
     }
 
-    /// Arrow answers where the store writes them (Sift's gateway), for text parts with
-    /// columns to return; CSV otherwise.
-    fn results(&self) -> Results {
+    /// The SELECT list of a scan answered in Arrow: each column read as its conditions read
+    /// it ([`pushdown::typed_field`]), so that the store fixes its type (INT as Int64,
+    /// DECIMAL(p,s), dates as timestamps, text) and the client only casts to the table's.
+    /// `None` when Arrow answers do not apply: the store does not write them, the parts are
+    /// not text, no column is needed, or a column has no typed form.
+    fn typed_list(&self) -> Option<String> {
         let arrow = self.table.store.behaviour.arrow_results
             && self.table.format == Format::Csv
             && !self.projection.is_empty();
-        match arrow {
-            true => Results::Arrow,
-            false => Results::Csv,
+        if !arrow {
+            return None;
         }
-    }
-
-    /// The SELECT list of a scan answered in Arrow: each column with a type the store fixes
-    /// and an empty field as NULL, as the CSV decoder reads one. Integers are read as INT
-    /// (Int64), decimals as the table's DECIMAL(p,s), text and dates as text (dates are
-    /// cast to Date32 by the client as it decodes the answer).
-    fn typed_list(&self) -> String {
-        self.projection
+        let schema = &self.table.schema;
+        let columns = self
+            .projection
             .iter()
-            .map(|&i| {
-                let f = pushdown::field(i);
-                match self.table.schema.field(i).data_type() {
-                    DataType::Int32 | DataType::Int64 => {
-                        format!("CASE {f} WHEN '' THEN NULL ELSE CAST({f} AS INT) END")
-                    }
-                    DataType::Decimal128(p, s) => {
-                        format!("CASE {f} WHEN '' THEN NULL ELSE CAST({f} AS DECIMAL({p},{s})) END")
-                    }
-                    _ => format!("NULLIF({f}, '')"),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+            .map(|&i| pushdown::typed_field(i, schema.field(i).data_type()))
+            .collect::<Option<Vec<_>>>()?;
+        Some(columns.join(", "))
     }
 
     fn statement(&self) -> Statement {
-        let results = self.results();
+        let (columns, results) = match self.typed_list() {
+            Some(typed) => (typed, Results::Arrow),
+            None => (self.select_list(), Results::Csv),
+        };
         Statement {
-            columns: match results {
-                Results::Arrow => self.typed_list(),
-                Results::Csv => self.select_list(),
-            },
+            columns,
             results,
             projection: self.projection.clone(),
             schema: Arc::clone(&self.table.schema),

@@ -291,8 +291,8 @@ const EXACT: CastOptions<'static> = CastOptions {
 };
 
 /// One whole Arrow answer as batches of the scan's `output` columns. The store's columns
-/// are the types the statement cast to ([`Statement::typed_list`]): Int64 for the table's
-/// integers, Utf8 for its dates; each is cast to the table's type.
+/// are the types the statement cast to (`ScanSource::typed_list`): Int64 for the table's
+/// integers, timestamps for its dates; each is cast to the table's type.
 fn arrow_batches(body: &[u8], output: &SchemaRef) -> DfResult<Vec<RecordBatch>> {
     let reader = StreamReader::try_new(body, None)?;
     let mut batches = Vec::new();
