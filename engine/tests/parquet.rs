@@ -1,9 +1,10 @@
 //! Parquet input beyond what the conformance cases show: which bytes a select reads
-//! (projection and row-group statistics), the row-group size limit, and damaged files.
+//! (projection, row-group statistics, filters over whole columns), the row-group size
+//! limit, and damaged files.
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Decimal128Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use proptest::prelude::*;
@@ -31,6 +32,44 @@ fn wide_file(rows: i64, group: usize) -> Vec<u8> {
     let pads = StringArray::from_iter_values((0..rows).map(pad));
     let batch = RecordBatch::try_from_iter([
         ("id", Arc::new(ids) as ArrayRef),
+        ("pad", Arc::new(pads) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(group))
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_compression(parquet::basic::Compression::SNAPPY)
+        .build();
+    let mut out = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    out
+}
+
+/// `rows` rows in row groups of `group` rows: `k` = 2i (even, so that `k = 2j + 1` lies
+/// inside a row group's statistics and matches no row), `q` = i % 7 and NULL every fifth
+/// row, `price` cents as DECIMAL(7,2) and NULL every seventh, `name` (`n0`…`n12`, NULL
+/// every eleventh), and the wide `pad`.
+fn mixed_file(rows: i64, group: usize) -> Vec<u8> {
+    let ks = Int64Array::from_iter_values((0..rows).map(|i| 2 * i));
+    let qs: Int32Array = (0..rows)
+        .map(|i| (i % 5 != 0).then_some((i % 7) as i32))
+        .collect();
+    let prices = (0..rows)
+        .map(|i| (i % 7 != 3).then_some(i128::from((i * 37) % 3000)))
+        .collect::<Decimal128Array>()
+        .with_precision_and_scale(7, 2)
+        .unwrap();
+    let names: StringArray = (0..rows)
+        .map(|i| (i % 11 != 0).then(|| format!("n{}", i % 13)))
+        .collect();
+    let pads = StringArray::from_iter_values((0..rows).map(pad));
+    let batch = RecordBatch::try_from_iter([
+        ("k", Arc::new(ks) as ArrayRef),
+        ("q", Arc::new(qs) as ArrayRef),
+        ("price", Arc::new(prices) as ArrayRef),
+        ("name", Arc::new(names) as ArrayRef),
         ("pad", Arc::new(pads) as ArrayRef),
     ])
     .unwrap();
@@ -121,6 +160,99 @@ fn limit_stops_reading_row_groups() {
     assert!(
         stats.bytes_scanned < all.bytes_scanned / 5,
         "{stats:?} vs {all:?}"
+    );
+}
+
+/// A filter the decoder evaluates over whole columns keeps the rows the row evaluator
+/// keeps: each filter against the same filter hidden in a CASE (which only the row path
+/// evaluates), in projections, `SELECT *`, counts, LIMIT and JSON output.
+#[test]
+fn column_filters_keep_the_rows_the_row_path_keeps() {
+    let file = mixed_file(6_000, 1_000);
+    let filters = [
+        "s.q >= 2 AND s.q <= 4",
+        "s.q BETWEEN 1 AND 3 OR s.name = 'n5'",
+        "NOT (s.q IN (1, 2, 6))",
+        "s.k IN (10, 2000, 2001, 11998) OR s.price IS NULL",
+        "s.price >= 10.00 AND s.price <= 20.00",
+        "s.price > 5 AND s.name <> 'n3'",
+        "s.name LIKE 'n1%' AND s.q = 1",
+        "s.name IS NOT NULL AND s.q < 0",
+        "s.q = 'x' OR s.k < 20",
+    ];
+    let shapes = [
+        "SELECT s.k, s.q, s.price, s.name FROM S3Object s WHERE {f}",
+        "SELECT * FROM S3Object s WHERE {f}",
+        "SELECT COUNT(*), SUM(s.price) FROM S3Object s WHERE {f}",
+        "SELECT s.name FROM S3Object s WHERE {f} LIMIT 1500",
+        "SELECT 1 FROM S3Object s WHERE {f} LIMIT 3",
+    ];
+    for f in filters {
+        let hidden = format!("CASE WHEN {f} THEN true ELSE false END");
+        for shape in shapes {
+            let fast = run(&select(&shape.replace("{f}", f)), &file).unwrap().0;
+            let slow = run(&select(&shape.replace("{f}", &hidden)), &file)
+                .unwrap()
+                .0;
+            assert_eq!(fast, slow, "{shape} with {f}");
+        }
+        let json = |sql: &str| {
+            let s = Select::new(SelectRequest {
+                sql: sql.into(),
+                input: InputSerialization {
+                    format: InputFormat::Parquet,
+                    ..Default::default()
+                },
+                output: sift_engine::OutputSerialization::Json(Default::default()),
+                ..Default::default()
+            })
+            .unwrap();
+            run(&s, &file).unwrap().0
+        };
+        let sql = "SELECT s.q, s.name, s.price FROM S3Object s WHERE ";
+        assert_eq!(json(&format!("{sql}{f}")), json(&format!("{sql}{hidden}")));
+    }
+    // Rows with nothing to evaluate are written from the columns: against the row path
+    // (a WHERE it must evaluate), with a column the file lacks and names of another case.
+    for sql in [
+        "SELECT * FROM S3Object s",
+        "SELECT s.NAME, s.nope, s.k, s.\"price\" FROM S3Object s",
+        "SELECT s.q AS x, s.q FROM S3Object s LIMIT 2500",
+    ] {
+        let fast = run(&select(sql), &file).unwrap().0;
+        let slow = format!("{sql} WHERE CASE WHEN 1 = 1 THEN true ELSE false END");
+        let slow = slow.replace(" LIMIT 2500 WHERE", " WHERE");
+        let slow = match sql.contains("LIMIT") {
+            true => format!("{slow} LIMIT 2500"),
+            false => slow,
+        };
+        assert_eq!(fast, run(&select(&slow), &file).unwrap().0, "{sql}");
+        assert!(fast.lines().count() >= 2500, "{sql}");
+    }
+}
+
+/// The columns a query projects are decoded, and read, only for the row groups where its
+/// filter keeps a row.
+#[test]
+fn column_filters_read_projected_columns_only_where_rows_pass() {
+    let file = mixed_file(20_000, 2_000);
+    // Statistics leave row group 0 (k 0..3998) for both; 2000 is in it, 2001 is not.
+    let (one, one_stats) = run(
+        &select("SELECT s.pad FROM S3Object s WHERE s.k = 2000"),
+        &file,
+    )
+    .unwrap();
+    assert_eq!(one, format!("{}\n", pad(1000)));
+    let (none, none_stats) = run(
+        &select("SELECT s.pad FROM S3Object s WHERE s.k = 2001"),
+        &file,
+    )
+    .unwrap();
+    assert_eq!(none, "");
+    // `pad` is most of a row group's bytes.
+    assert!(
+        none_stats.bytes_scanned * 3 < one_stats.bytes_scanned,
+        "no row: {none_stats:?}; one row: {one_stats:?}"
     );
 }
 

@@ -66,6 +66,24 @@ impl Plan {
     pub fn is_aggregate(&self) -> bool {
         !self.aggs.is_empty()
     }
+
+    /// The plan for rows that have passed its filter elsewhere (a Parquet filter evaluated
+    /// over whole columns): no filter, and only the keys the rest of the query reads.
+    pub fn without_filter(&self) -> Plan {
+        let top_keys = match (&self.output, self.rows.is_empty()) {
+            (Output::Exprs(exprs), true) if self.top_keys.is_some() => read_keys(
+                exprs
+                    .iter()
+                    .chain(self.aggs.iter().filter_map(|a| a.arg.as_ref())),
+            ),
+            _ => self.top_keys.clone(),
+        };
+        Plan {
+            filter: None,
+            top_keys,
+            ..self.clone()
+        }
+    }
 }
 
 struct Binder<'q> {
@@ -177,27 +195,12 @@ pub fn bind(query: &Query, dialect: Dialect, columns: Columns<'_>) -> Result<Pla
             Some(KeySet::new([(name.clone(), *exact)]))
         }
         (Some(_), _) | (None, Output::Star) => None,
-        (None, Output::Exprs(exprs)) => {
-            let mut keys = Some(Vec::new());
-            let all = exprs
+        (None, Output::Exprs(exprs)) => read_keys(
+            exprs
                 .iter()
                 .chain(filter.iter())
-                .chain(b.aggs.iter().filter_map(|a| a.arg.as_ref()));
-            for e in all {
-                visit(e, &mut |x| {
-                    if let CExpr::Path { steps } = x {
-                        match (steps.first(), keys.as_mut()) {
-                            (None, _) => keys = None,
-                            (Some(Step::Key { name, exact }), Some(k)) => {
-                                k.push((name.clone(), *exact))
-                            }
-                            _ => {}
-                        }
-                    }
-                });
-            }
-            keys.map(KeySet::new)
-        }
+                .chain(b.aggs.iter().filter_map(|a| a.arg.as_ref())),
+        ),
     };
     Ok(Plan {
         rows,
@@ -252,6 +255,23 @@ fn references_fields(e: &CExpr) -> bool {
         );
     });
     any
+}
+
+/// The top-level keys that `exprs` read, `None` when one of them reads the whole row.
+fn read_keys<'e>(exprs: impl Iterator<Item = &'e CExpr>) -> Option<KeySet> {
+    let mut keys = Some(Vec::new());
+    for e in exprs {
+        visit(e, &mut |x| {
+            if let CExpr::Path { steps } = x {
+                match (steps.first(), keys.as_mut()) {
+                    (None, _) => keys = None,
+                    (Some(Step::Key { name, exact }), Some(k)) => k.push((name.clone(), *exact)),
+                    _ => {}
+                }
+            }
+        });
+    }
+    keys.map(KeySet::new)
 }
 
 fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {

@@ -185,7 +185,7 @@ fn star_name<'n>(header: &'n [String], names: &'n mut Vec<String>, i: usize) -> 
 }
 
 /// AWS caps result records at 1 MiB, as it does input records.
-fn check_row_size(len: usize) -> Result<()> {
+pub(crate) fn check_row_size(len: usize) -> Result<()> {
     if len > crate::csv::MAX_RECORD_BYTES {
         return Err(err!(
             OverMaxRecordSize,

@@ -13,6 +13,7 @@
 //!
 //! [`Node::Scalar`]: crate::json::Node::Scalar
 
+pub mod filter;
 pub mod prune;
 pub mod rows;
 pub(crate) mod select;
@@ -20,12 +21,15 @@ pub(crate) mod select;
 use std::io::Read;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
+use arrow_schema::ArrowError;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter,
+};
 use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Compression as Codec;
@@ -39,6 +43,7 @@ use parquet::DecodeResult;
 use crate::err;
 use crate::error::{ErrorCode, Result, SelectError};
 use crate::json::path::KeySet;
+use crate::parquet::filter::ColumnFilter;
 use crate::source::ObjectSource;
 
 /// The largest row group a select reads, uncompressed. A row group is decoded whole (the
@@ -213,11 +218,13 @@ impl<'s> ParquetFile<'s> {
     }
 
     /// Decodes the columns in `mask` of row group `i`, handing each batch of rows to
-    /// `each` until it returns false.
+    /// `each` until it returns false. With a `filter`, its columns are decoded first and
+    /// the batches hold only the rows where it is true; `limit` counts those.
     pub fn read_row_group(
         &self,
         i: usize,
         mask: ProjectionMask,
+        filter: Option<&ColumnFilter>,
         limit: Option<usize>,
         mut each: impl FnMut(&RecordBatch) -> Result<bool>,
     ) -> Result<()> {
@@ -225,12 +232,34 @@ impl<'s> ParquetFile<'s> {
             .with_row_groups(vec![i])
             .with_projection(mask)
             .with_batch_size(BATCH_ROWS);
+        // The decoder carries a predicate's error as text; the select's own error, with
+        // its code, waits here.
+        let failed: Arc<Mutex<Option<SelectError>>> = Arc::default();
+        if let Some(filter) = filter {
+            let columns =
+                ProjectionMask::roots(self.meta.parquet_schema(), filter.roots().iter().copied());
+            let (filter, failed) = (filter.clone(), failed.clone());
+            let predicate = ArrowPredicateFn::new(columns, move |batch| {
+                filter.keep(&batch).map_err(|e| {
+                    let message = e.to_string();
+                    if let Ok(mut slot) = failed.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    ArrowError::ComputeError(message)
+                })
+            });
+            builder = builder.with_row_filter(RowFilter::new(vec![Box::new(predicate)]));
+        }
         if let Some(n) = limit {
             builder = builder.with_limit(n);
         }
         let mut decoder = guarded(|| builder.build())?;
+        let filter_error = |e: SelectError| match failed.lock().ok().and_then(|mut f| f.take()) {
+            Some(first) => first,
+            None => e,
+        };
         loop {
-            match guarded(|| decoder.try_decode())? {
+            match guarded(|| decoder.try_decode()).map_err(filter_error)? {
                 DecodeResult::NeedsData(ranges) => {
                     let data = ranges
                         .iter()

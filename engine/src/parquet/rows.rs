@@ -68,6 +68,11 @@ impl BatchRows {
         self.rows
     }
 
+    /// The batch's columns, dictionary-encoded ones decoded.
+    pub fn arrays(&self) -> &[ArrayRef] {
+        &self.columns
+    }
+
     /// The columns with their names, downcast once for the whole batch.
     pub fn columns(&self) -> Vec<(&str, Column<'_>)> {
         self.schema

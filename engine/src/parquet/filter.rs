@@ -1,0 +1,671 @@
+//! WHERE over whole columns: a Parquet select's filter, evaluated a batch at a time before
+//! the columns it does not read are decoded.
+//!
+//! Given a row filter, the parquet crate decodes a row group in two steps: first the
+//! columns the filter reads, every row of them; then the other columns the query names,
+//! only for the rows the filter kept (and none at all for a row group where it kept none).
+//! [`ColumnFilter`] is that filter: the bound WHERE clause compiled, when its shape allows,
+//! into a tree of tests over a batch's columns. Each test gives every row's three-valued
+//! truth as two bitmaps ([`Truth`]: true, false; neither is unknown), combined by SQL's
+//! AND, OR and NOT; the rows kept are those where the whole clause is true.
+//!
+//! What compiles: AND, OR and NOT over leaves, a leaf being a comparison, BETWEEN, IN,
+//! IS [NOT] NULL or LIKE of one top-level column against constants. Anything else (a
+//! nested path, a function, a CAST, a column the file does not have, a FROM path) leaves
+//! the whole filter to the row evaluator.
+//!
+//! Exactness. The row evaluator is the reference. A leaf is evaluated by it element by
+//! element ([`Kernel::Rows`]): the leaf's column path emptied, so that it reads each
+//! element as the row path would read that column, made the value the row path makes of
+//! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
+//! and decimal columns against numeric constants, strings against strings — tested against
+//! it. No compiled leaf can fail, so evaluating every leaf on every row (where the row path
+//! stops at AND's first false) gives the same answers.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Decimal128Type, Int32Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer};
+use arrow_schema::{DataType, Schema};
+
+use crate::csv::Record;
+use crate::err;
+use crate::error::Result;
+use crate::eval::expr::{truth, CExpr, CmpOp, LikeSpec, Row};
+use crate::json::path::{key_matches, Step};
+use crate::parquet::rows::{BatchRows, Column};
+use crate::value::Value;
+
+/// A WHERE clause compiled to tests over a batch of the columns it reads.
+#[derive(Debug, Clone)]
+pub struct ColumnFilter {
+    test: Test,
+    /// The file's top-level columns the filter reads, ascending: the batch the filter is
+    /// given holds those columns, in this order.
+    roots: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+enum Test {
+    And(Box<Test>, Box<Test>),
+    Or(Box<Test>, Box<Test>),
+    Not(Box<Test>),
+    /// A condition on one column: `root` is the column's index in the file's schema.
+    Leaf {
+        root: usize,
+        kernel: Kernel,
+    },
+}
+
+/// How a leaf is evaluated over its column.
+#[derive(Debug, Clone)]
+enum Kernel {
+    /// An Int32 or Int64 column: every comparison holds.
+    Ints(Box<[(CmpOp, i64)]>),
+    /// An Int32 or Int64 column `IN` (or `NOT IN`) a sorted set of integers.
+    IntSet { set: Box<[i64]>, negated: bool },
+    /// A Decimal128 column of scale ≥ 0: every comparison holds, the constants at the
+    /// column's scale. A batch holding a value the row path does not read as a DECIMAL
+    /// (over 38 digits) is left to `rows`, the leaf for the row evaluator.
+    Decimals {
+        conds: Box<[(CmpOp, i128)]>,
+        rows: Box<CExpr>,
+    },
+    /// A Utf8 column compared with a string: byte order, as strings compare.
+    Text(CmpOp, Box<str>),
+    /// The row evaluator, element by element; the leaf's column path is empty, so it reads
+    /// the element as the row.
+    Rows(CExpr),
+}
+
+/// A condition's value for each row of a batch: `yes` where it is true, `no` where it is
+/// false, neither where it is unknown.
+#[derive(Debug)]
+pub struct Truth {
+    yes: BooleanBuffer,
+    no: BooleanBuffer,
+}
+
+impl ColumnFilter {
+    /// Compiles `filter` over a file whose columns are `schema`, or `None` when some part
+    /// of it is not a shape this module evaluates.
+    pub fn compile(filter: &CExpr, schema: &Schema) -> Option<ColumnFilter> {
+        let mut roots = Vec::new();
+        let test = compile(filter, schema, &mut roots, true)?;
+        roots.sort_unstable();
+        roots.dedup();
+        Some(ColumnFilter { test, roots })
+    }
+
+    /// As [`ColumnFilter::compile`], every leaf left to the row evaluator: the reference
+    /// the typed kernels are tested against.
+    #[cfg(test)]
+    pub fn compile_reference(filter: &CExpr, schema: &Schema) -> Option<ColumnFilter> {
+        let mut roots = Vec::new();
+        let test = compile(filter, schema, &mut roots, false)?;
+        roots.sort_unstable();
+        roots.dedup();
+        Some(ColumnFilter { test, roots })
+    }
+
+    /// The file's top-level columns the filter reads, ascending.
+    pub fn roots(&self) -> &[usize] {
+        &self.roots
+    }
+
+    /// The rows of `batch` (the columns of [`ColumnFilter::roots`], in that order) where
+    /// the filter is true.
+    pub fn keep(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let truth = self.truth(batch)?;
+        Ok(BooleanArray::new(truth.yes, None))
+    }
+
+    /// Each row's truth.
+    pub fn truth(&self, batch: &RecordBatch) -> Result<Truth> {
+        if batch.num_columns() != self.roots.len() {
+            return Err(err!(
+                InternalError,
+                "the Parquet filter reads {} columns and was given {}",
+                self.roots.len(),
+                batch.num_columns()
+            ));
+        }
+        let rows = BatchRows::new(batch)?;
+        self.test.eval(self, rows.arrays())
+    }
+}
+
+#[cfg(test)]
+impl Truth {
+    pub fn is_true(&self, i: usize) -> bool {
+        self.yes.value(i)
+    }
+
+    pub fn is_false(&self, i: usize) -> bool {
+        self.no.value(i)
+    }
+}
+
+fn compile(e: &CExpr, schema: &Schema, roots: &mut Vec<usize>, typed: bool) -> Option<Test> {
+    let mut sub = |e: &CExpr| compile(e, schema, roots, typed).map(Box::new);
+    Some(match e {
+        CExpr::And(a, b) => Test::And(sub(a)?, sub(b)?),
+        CExpr::Or(a, b) => Test::Or(sub(a)?, sub(b)?),
+        CExpr::Not(a) => Test::Not(sub(a)?),
+        leaf => {
+            let (root, kernel) = compile_leaf(leaf, schema, typed)?;
+            roots.push(root);
+            Test::Leaf { root, kernel }
+        }
+    })
+}
+
+/// The column a leaf reads and its kernel, when the leaf is one this module evaluates.
+fn compile_leaf(leaf: &CExpr, schema: &Schema, typed: bool) -> Option<(usize, Kernel)> {
+    let constant = |e: &CExpr| matches!(e, CExpr::Const(_));
+    let subject = match leaf {
+        CExpr::Cmp(_, a, b) if constant(b) => a,
+        CExpr::Cmp(_, a, b) if constant(a) => b,
+        CExpr::Between {
+            expr, low, high, ..
+        } if constant(low) && constant(high) => expr,
+        CExpr::InList { expr, list, .. } if list.iter().all(constant) => expr,
+        CExpr::IsNull { expr, .. } => expr,
+        CExpr::Like {
+            expr,
+            pattern: LikeSpec::Const(_),
+            ..
+        } => expr,
+        _ => return None,
+    };
+    let root = column_of(subject, schema)?;
+    let ty = schema.field(root).data_type();
+    let kernel = match typed.then(|| typed_kernel(leaf, ty)).flatten() {
+        Some(k) => k,
+        None => Kernel::Rows(as_row(leaf)),
+    };
+    Some((root, kernel))
+}
+
+/// The file column a top-level path names: the first whose name matches, as the row path
+/// finds an object's key.
+fn column_of(e: &CExpr, schema: &Schema) -> Option<usize> {
+    let CExpr::Path { steps } = e else {
+        return None;
+    };
+    let [Step::Key { name, exact }] = steps.as_ref() else {
+        return None;
+    };
+    schema
+        .fields()
+        .iter()
+        .position(|f| key_matches(f.name().as_bytes(), name.as_bytes(), *exact))
+}
+
+/// The leaf with its column path emptied: evaluated with the element as the row.
+fn as_row(leaf: &CExpr) -> CExpr {
+    let row = || Box::new(CExpr::Path { steps: [].into() });
+    let mut leaf = leaf.clone();
+    match &mut leaf {
+        CExpr::Cmp(_, a, b) => {
+            if matches!(**a, CExpr::Path { .. }) {
+                *a = row();
+            } else {
+                *b = row();
+            }
+        }
+        CExpr::Between { expr, .. }
+        | CExpr::InList { expr, .. }
+        | CExpr::IsNull { expr, .. }
+        | CExpr::Like { expr, .. } => *expr = row(),
+        _ => {}
+    }
+    leaf
+}
+
+/// A typed kernel for the leaf over a column of type `ty`, where one exists.
+fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
+    let consts: Vec<(CmpOp, &Value<'static>)> = match leaf {
+        CExpr::Cmp(op, a, b) => match (&**a, &**b) {
+            (_, CExpr::Const(k)) => vec![(*op, k)],
+            (CExpr::Const(k), _) => vec![(op.flipped(), k)],
+            _ => return None,
+        },
+        CExpr::Between {
+            low,
+            high,
+            negated: false,
+            ..
+        } => match (&**low, &**high) {
+            (CExpr::Const(lo), CExpr::Const(hi)) => vec![(CmpOp::GtEq, lo), (CmpOp::LtEq, hi)],
+            _ => return None,
+        },
+        CExpr::InList { list, negated, .. } if matches!(ty, DataType::Int32 | DataType::Int64) => {
+            let mut set = list
+                .iter()
+                .map(|e| match e {
+                    CExpr::Const(Value::Int(k)) => Some(*k),
+                    _ => None,
+                })
+                .collect::<Option<Vec<i64>>>()?;
+            set.sort_unstable();
+            set.dedup();
+            return Some(Kernel::IntSet {
+                set: set.into(),
+                negated: *negated,
+            });
+        }
+        _ => return None,
+    };
+    match ty {
+        DataType::Int32 | DataType::Int64 => consts
+            .into_iter()
+            .map(|(op, k)| match k {
+                Value::Int(k) => Some((op, *k)),
+                _ => None,
+            })
+            .collect::<Option<Box<[_]>>>()
+            .map(Kernel::Ints),
+        DataType::Decimal128(_, scale) => {
+            let scale = u8::try_from(*scale).ok()?;
+            consts
+                .into_iter()
+                .map(|(op, k)| Some((op, at_scale(k, scale)?)))
+                .collect::<Option<Box<[_]>>>()
+                .map(|conds| Kernel::Decimals {
+                    conds,
+                    rows: Box::new(as_row(leaf)),
+                })
+        }
+        DataType::Utf8 => match consts.as_slice() {
+            [(op, Value::Str(k))] => Some(Kernel::Text(*op, k.as_ref().into())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A numeric constant as an integer at `scale`, when it is one exactly.
+fn at_scale(k: &Value<'_>, scale: u8) -> Option<i128> {
+    let (mantissa, from) = match k {
+        Value::Int(v) => (i128::from(*v), 0),
+        Value::Decimal(d) => (d.mantissa, d.scale),
+        _ => return None,
+    };
+    let up = scale.checked_sub(from)?;
+    10i128
+        .checked_pow(u32::from(up))
+        .and_then(|p| mantissa.checked_mul(p))
+}
+
+/// Values of a Decimal128 column at or past this magnitude are not DECIMAL values to the
+/// row path (which reads them as FLOAT), so the decimal kernel leaves them to it.
+const DECIMAL_LIMIT: u128 = 10u128.pow(38);
+
+impl Test {
+    fn eval(&self, filter: &ColumnFilter, arrays: &[ArrayRef]) -> Result<Truth> {
+        Ok(match self {
+            Test::And(a, b) => {
+                let (a, b) = (a.eval(filter, arrays)?, b.eval(filter, arrays)?);
+                Truth {
+                    yes: &a.yes & &b.yes,
+                    no: &a.no | &b.no,
+                }
+            }
+            Test::Or(a, b) => {
+                let (a, b) = (a.eval(filter, arrays)?, b.eval(filter, arrays)?);
+                Truth {
+                    yes: &a.yes | &b.yes,
+                    no: &a.no & &b.no,
+                }
+            }
+            Test::Not(a) => {
+                let a = a.eval(filter, arrays)?;
+                Truth {
+                    yes: a.no,
+                    no: a.yes,
+                }
+            }
+            Test::Leaf { root, kernel } => {
+                let at = filter
+                    .roots
+                    .binary_search(root)
+                    .map_err(|_| err!(InternalError, "the Parquet filter lost a column"))?;
+                kernel.eval(&arrays[at])?
+            }
+        })
+    }
+}
+
+impl Kernel {
+    fn eval(&self, array: &ArrayRef) -> Result<Truth> {
+        let n = array.len();
+        let mismatch = || {
+            err!(
+                InternalError,
+                "a Parquet column decoded as {} where the filter expected another type",
+                array.data_type()
+            )
+        };
+        match self {
+            Kernel::Ints(conds) => {
+                let holds = |v: i64| conds.iter().all(|&(op, k)| cmp(op, v, k));
+                let values = match array.data_type() {
+                    DataType::Int32 => {
+                        let a = array.as_primitive_opt::<Int32Type>().ok_or_else(mismatch)?;
+                        let v = a.values();
+                        BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
+                    }
+                    _ => {
+                        let a = array.as_primitive_opt::<Int64Type>().ok_or_else(mismatch)?;
+                        let v = a.values();
+                        BooleanBuffer::collect_bool(n, |i| holds(v[i]))
+                    }
+                };
+                Ok(Truth::known(values, array.nulls()))
+            }
+            Kernel::IntSet { set, negated } => {
+                let holds = |v: i64| set.binary_search(&v).is_ok() != *negated;
+                let values = match array.data_type() {
+                    DataType::Int32 => {
+                        let a = array.as_primitive_opt::<Int32Type>().ok_or_else(mismatch)?;
+                        let v = a.values();
+                        BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
+                    }
+                    _ => {
+                        let a = array.as_primitive_opt::<Int64Type>().ok_or_else(mismatch)?;
+                        let v = a.values();
+                        BooleanBuffer::collect_bool(n, |i| holds(v[i]))
+                    }
+                };
+                Ok(Truth::known(values, array.nulls()))
+            }
+            Kernel::Decimals { conds, rows } => {
+                let a = array
+                    .as_primitive_opt::<Decimal128Type>()
+                    .ok_or_else(mismatch)?;
+                let v = a.values();
+                if v.iter().any(|x| x.unsigned_abs() >= DECIMAL_LIMIT) {
+                    return rows_truth(rows, array);
+                }
+                let values = BooleanBuffer::collect_bool(n, |i| {
+                    conds.iter().all(|&(op, k)| cmp(op, v[i], k))
+                });
+                Ok(Truth::known(values, array.nulls()))
+            }
+            Kernel::Text(op, k) => {
+                let a = array.as_string_opt::<i32>().ok_or_else(mismatch)?;
+                let k = k.as_bytes();
+                let values = BooleanBuffer::collect_bool(n, |i| cmp(*op, a.value(i).as_bytes(), k));
+                Ok(Truth::known(values, array.nulls()))
+            }
+            Kernel::Rows(leaf) => rows_truth(leaf, array),
+        }
+    }
+}
+
+/// The leaf's truth for each element, by the row evaluator.
+fn rows_truth(leaf: &CExpr, array: &ArrayRef) -> Result<Truth> {
+    let column = Column::new(array.as_ref());
+    let empty = Record::new(&[], &[]);
+    let mut yes = BooleanBufferBuilder::new(array.len());
+    let mut no = BooleanBufferBuilder::new(array.len());
+    for i in 0..array.len() {
+        let node = column.node(i)?;
+        let row = Row {
+            record: &empty,
+            node: Some(&node),
+            aggs: &[],
+        };
+        let t = truth(&leaf.eval(&row)?)?;
+        yes.append(t == Some(true));
+        no.append(t == Some(false));
+    }
+    Ok(Truth {
+        yes: yes.finish(),
+        no: no.finish(),
+    })
+}
+
+impl Truth {
+    /// A condition that is `values` where the column has a value, unknown where it is NULL.
+    fn known(values: BooleanBuffer, nulls: Option<&NullBuffer>) -> Truth {
+        match nulls {
+            None => Truth {
+                no: !&values,
+                yes: values,
+            },
+            Some(valid) => Truth {
+                yes: &values & valid.inner(),
+                no: &!&values & valid.inner(),
+            },
+        }
+    }
+}
+
+#[inline(always)]
+fn cmp<T: PartialOrd>(op: CmpOp, v: T, k: T) -> bool {
+    match op {
+        CmpOp::Eq => v == k,
+        CmpOp::NotEq => v != k,
+        CmpOp::Lt => v < k,
+        CmpOp::LtEq => v <= k,
+        CmpOp::Gt => v > k,
+        CmpOp::GtEq => v >= k,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::StringArray;
+    use arrow_array::{Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array};
+    use arrow_schema::Field;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::eval::bind::{bind, Columns};
+    use crate::sql::{parser::parse, Dialect};
+
+    /// One row of the test batch: (i32, i64, price in cents, name, days, float).
+    type TestRow = (
+        Option<i32>,
+        Option<i64>,
+        Option<i128>,
+        Option<String>,
+        Option<i32>,
+        Option<f64>,
+    );
+
+    fn schema() -> Schema {
+        Schema::new(vec![
+            Field::new("qty", DataType::Int32, true),
+            Field::new("id", DataType::Int64, true),
+            Field::new("price", DataType::Decimal128(7, 2), true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("day", DataType::Date32, true),
+            Field::new("ratio", DataType::Float64, true),
+        ])
+    }
+
+    fn batch(rows: &[TestRow]) -> RecordBatch {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(rows.iter().map(|r| r.0).collect::<Int32Array>()),
+            Arc::new(rows.iter().map(|r| r.1).collect::<Int64Array>()),
+            Arc::new(
+                rows.iter()
+                    .map(|r| r.2)
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(7, 2)
+                    .unwrap(),
+            ),
+            Arc::new(rows.iter().map(|r| r.3.clone()).collect::<StringArray>()),
+            Arc::new(rows.iter().map(|r| r.4).collect::<Date32Array>()),
+            Arc::new(rows.iter().map(|r| r.5).collect::<Float64Array>()),
+        ];
+        RecordBatch::try_new(Arc::new(schema()), columns).unwrap()
+    }
+
+    fn filter_of(sql_where: &str) -> CExpr {
+        let sql = format!("SELECT s.id FROM S3Object s WHERE {sql_where}");
+        let query = parse(&sql, Dialect::Aws).unwrap();
+        bind(&query, Dialect::Aws, Columns::Json)
+            .unwrap()
+            .filter
+            .unwrap()
+    }
+
+    /// The columns `f` reads, out of `b`, as the decoder hands them over.
+    fn columns_for(f: &ColumnFilter, b: &RecordBatch) -> RecordBatch {
+        b.project(f.roots()).unwrap()
+    }
+
+    /// Each row's truth as (true, false).
+    fn truths(f: &ColumnFilter, b: &RecordBatch) -> Vec<(bool, bool)> {
+        let t = f.truth(&columns_for(f, b)).unwrap();
+        (0..b.num_rows())
+            .map(|i| (t.is_true(i), t.is_false(i)))
+            .collect()
+    }
+
+    fn kernels(f: &ColumnFilter) -> String {
+        format!("{:?}", f.test)
+    }
+
+    #[test]
+    fn typed_kernels_for_trino_shapes() {
+        let schema = schema();
+        for (sql, kernel) in [
+            ("s.qty >= 0 AND s.qty <= 5", "Ints"),
+            ("s.id BETWEEN 3 AND 9", "Ints"),
+            ("s.id IN (1, 5, 3, 5)", "IntSet"),
+            ("s.price >= 10.00 AND 20 >= s.price", "Decimals"),
+            ("s.name = 'ab'", "Text"),
+            ("s.day < `2000-01-01`", "Rows"),
+            ("s.name LIKE 'a%' OR s.price IS NULL", "Rows"),
+        ] {
+            let f = ColumnFilter::compile(&filter_of(sql), &schema).unwrap();
+            assert!(kernels(&f).contains(kernel), "{sql}: {}", kernels(&f));
+        }
+        // A decimal constant finer than the column's scale has no typed kernel.
+        let f = ColumnFilter::compile(&filter_of("s.price = 1.005"), &schema).unwrap();
+        assert!(kernels(&f).contains("Rows"), "{}", kernels(&f));
+    }
+
+    #[test]
+    fn other_shapes_are_left_to_the_rows() {
+        let schema = schema();
+        for sql in [
+            "CAST(s.name AS INT) = 1",
+            "s.qty + 1 = 2",
+            "s.nope = 1",
+            "s.qty = s.id",
+            "s.name.inner = 'x'",
+            "CASE WHEN s.qty = 1 THEN true ELSE false END",
+            "UPPER(s.name) = 'A'",
+        ] {
+            assert!(
+                ColumnFilter::compile(&filter_of(sql), &schema).is_none(),
+                "{sql} compiled"
+            );
+        }
+    }
+
+    #[test]
+    fn roots_are_the_columns_read_in_file_order() {
+        let f = ColumnFilter::compile(
+            &filter_of("s.name = 'x' OR s.qty = 1 OR s.name = 'y'"),
+            &schema(),
+        )
+        .unwrap();
+        assert_eq!(f.roots(), &[0, 3]);
+    }
+
+    fn test_row() -> impl Strategy<Value = TestRow> {
+        (
+            proptest::option::weighted(0.9, -3i32..12),
+            proptest::option::weighted(0.9, -3i64..12),
+            proptest::option::weighted(0.9, -1500i128..2500),
+            proptest::option::weighted(0.9, "[ab]{0,2}"),
+            proptest::option::weighted(0.9, 10_950i32..10_960),
+            proptest::option::weighted(0.9, -2.0f64..10.0),
+        )
+    }
+
+    /// Conditions with constants drawn to meet the data's values.
+    fn condition() -> impl Strategy<Value = String> {
+        let op = prop_oneof![
+            Just("="),
+            Just("<>"),
+            Just("!="),
+            Just("<"),
+            Just("<="),
+            Just(">"),
+            Just(">=")
+        ];
+        let int = -4i64..13;
+        let price = (-1600i64..2600).prop_map(|c| {
+            let sign = if c < 0 { "-" } else { "" };
+            format!("{sign}{}.{:02}", c.abs() / 100, c.abs() % 100)
+        });
+        prop_oneof![
+            (
+                prop_oneof![Just("qty"), Just("id")],
+                op.clone(),
+                int.clone()
+            )
+                .prop_map(|(c, o, k)| format!("s.{c} {o} {k}")),
+            (op.clone(), int.clone()).prop_map(|(o, k)| format!("{k} {o} s.qty")),
+            (int.clone(), int.clone(), any::<bool>()).prop_map(|(a, b, n)| format!(
+                "s.id {}BETWEEN {a} AND {b}",
+                if n { "NOT " } else { "" }
+            )),
+            (proptest::collection::vec(int.clone(), 1..5), any::<bool>()).prop_map(|(l, n)| {
+                let l: Vec<String> = l.iter().map(|k| k.to_string()).collect();
+                format!("s.qty {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
+            }),
+            (op.clone(), price.clone()).prop_map(|(o, p)| format!("s.price {o} {p}")),
+            (op.clone(), int.clone()).prop_map(|(o, k)| format!("s.price {o} {k}")),
+            (price.clone(), price).prop_map(|(a, b)| format!("s.price BETWEEN {a} AND {b}")),
+            (op.clone(), "[ab]{0,2}").prop_map(|(o, k)| format!("s.name {o} '{k}'")),
+            (op.clone(), 10_950i32..10_960).prop_map(|(o, d)| {
+                let day = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()
+                    + chrono::Days::new(d as u64);
+                format!("s.day {o} `{day}`")
+            }),
+            (op, -2i64..10).prop_map(|(o, k)| format!("s.ratio {o} {k}")),
+            prop_oneof![Just("qty"), Just("price"), Just("name")]
+                .prop_map(|c| format!("s.{c} IS NULL")),
+            Just("s.name LIKE 'a%'".to_string()),
+            Just("s.qty = 'x'".to_string()),
+        ]
+    }
+
+    fn clause() -> impl Strategy<Value = String> {
+        condition().prop_recursive(3, 8, 2, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) AND ({b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) OR ({b})")),
+                inner.prop_map(|a| format!("NOT ({a})")),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// The typed kernels give each row the truth the row evaluator gives it.
+        #[test]
+        fn kernels_agree_with_the_row_evaluator(
+            rows in proptest::collection::vec(test_row(), 0..80),
+            sql in clause(),
+        ) {
+            let b = batch(&rows);
+            let e = filter_of(&sql);
+            let fast = ColumnFilter::compile(&e, &schema()).unwrap();
+            let reference = ColumnFilter::compile_reference(&e, &schema()).unwrap();
+            prop_assert_eq!(truths(&fast, &b), truths(&reference, &b), "{}", sql);
+        }
+    }
+}
