@@ -92,8 +92,8 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
 
     let results = json(&out.join("results.json"));
     let results = results.as_array().expect("array");
-    assert_eq!(results.len(), 99 * 3);
-    for mode in ["fetch", "pushdown", "dynamic"] {
+    assert_eq!(results.len(), 99 * 4);
+    for mode in ["fetch", "pushdown", "dynamic", "auto"] {
         let files = std::fs::read_dir(out.join("rows").join(mode))
             .unwrap()
             .count();
@@ -177,6 +177,36 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         store_sales.contains("sql=SELECT case s._1 when '' then null else CAST(s._1 AS INT) end"),
         "{store_sales}"
     );
+    // Auto mode chose per scan, and shows each choice with its prediction: inventory read
+    // whole but one column under a join's date filter (q22) is fetched, store_sales's three
+    // columns of q3 are pushed down.
+    let auto = &summary["modes"]["auto"];
+    assert!(
+        auto["scans_pushed_by_choice"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    assert!(
+        auto["scans_fetched_by_choice"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    let scan_of = |query: &str, table: &str| {
+        let plan = std::fs::read_to_string(out.join("plans").join("auto").join(query)).unwrap();
+        let line = plan
+            .lines()
+            .find(|l| l.contains(&format!("table={table},")))
+            .map(str::to_string);
+        line.unwrap_or_else(|| panic!("no {table} scan in {plan}"))
+    };
+    let inventory = scan_of("q22.txt", "inventory");
+    assert!(
+        inventory.contains("mode=fetch") && inventory.contains("auto=fetched (answer ≈"),
+        "{inventory}"
+    );
+    let store_sales = scan_of("q3.txt", "store_sales");
+    assert!(
+        store_sales.contains("mode=dynamic") && store_sales.contains("auto=pushed (answer ≈"),
+        "{store_sales}"
+    );
     // The gateway publishes /metrics, so its CPU time per mode is known.
     assert!(
         summary["modes"]["fetch"]["gateway_cpu_seconds"]
@@ -189,6 +219,10 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
     check(&report, "report");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("pushdown vs fetch"), "{md}");
+    assert!(
+        md.contains("auto vs fetch") && md.contains("**auto's choices**"),
+        "{md}"
+    );
     assert!(out.join("charts/speedup-dynamic.png").exists());
     std::fs::remove_dir_all(&out).ok();
 }

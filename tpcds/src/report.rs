@@ -34,11 +34,12 @@ pub struct Written {
     pub files: Vec<PathBuf>,
 }
 
-const MODES: [&str; 3] = ["fetch", "pushdown", "dynamic"];
-const COLORS: [RGBColor; 3] = [
+const MODES: [&str; 4] = ["fetch", "pushdown", "dynamic", "auto"];
+const COLORS: [RGBColor; 4] = [
     RGBColor(0x88, 0x88, 0x88),
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
+    RGBColor(0x2c, 0xa0, 0x2c),
 ];
 
 fn mode_color(mode: &str) -> RGBColor {
@@ -289,6 +290,15 @@ fn markdown(summary: &Value, by_query: &ByQuery, modes: &[&str]) -> String {
             c["max_speedup_query"].as_str().unwrap_or("?"),
             c["min_speedup"].as_f64().unwrap_or(0.0),
             c["bytes_reduction"].as_f64().unwrap_or(0.0) * 100.0
+        );
+    }
+    if let Some(auto) = modes.iter().find(|m| **m == "auto") {
+        let m = &summary["modes"][*auto];
+        let _ = writeln!(
+            out,
+            "**auto's choices**: {} scans pushed down, {} fetched by choice.\n",
+            m["scans_pushed_by_choice"].as_u64().unwrap_or(0),
+            m["scans_fetched_by_choice"].as_u64().unwrap_or(0)
         );
     }
     let _ = write!(out, "| query |");

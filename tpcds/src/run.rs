@@ -41,7 +41,7 @@ use crate::net::Link;
 use crate::probe::{self, SelectBehaviour};
 use crate::queries;
 use crate::s3::{table_prefix, EndpointArgs};
-use crate::scan::{join_tree, with_key_statistics, Mode, Request, Results, S3Table, Store};
+use crate::scan::{join_tree, with_key_statistics, Mode, Request, Results, S3Table, Sample, Store};
 use crate::schema::SCHEMAS;
 
 /// What to run.
@@ -112,6 +112,11 @@ pub struct QueryResult {
     /// Requests sent again after a transient failure, on the next endpoint.
     #[serde(skip_serializing_if = "is_zero")]
     pub retries: u64,
+    /// Auto mode: scans pushed down, and scans fetched, by its choice.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub scans_pushed_by_choice: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub scans_fetched_by_choice: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -142,6 +147,11 @@ pub struct ModeTotals {
     pub gateway_cpu_seconds: Option<f64>,
     /// Requests sent again after a transient failure (busy, unreachable, cut short).
     pub retries: u64,
+    /// Auto mode: scans pushed down, and scans fetched, by its choice.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub scans_pushed_by_choice: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub scans_fetched_by_choice: u64,
     /// Each endpoint's share, when there are several.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<EndpointTotals>,
@@ -286,7 +296,15 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     if let Some(bytes) = options.split_bytes {
         store.split_size = bytes.max(1);
     }
-    let tables = discover(&store, &endpoint.prefix, options.scale, options.format).await?;
+    let auto = options.modes.contains(&Mode::Auto);
+    let tables = discover(
+        &store,
+        &endpoint.prefix,
+        options.scale,
+        options.format,
+        auto,
+    )
+    .await?;
     if options.format == Format::Csv && options.modes.iter().any(|&m| m != Mode::Fetch) {
         let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
         store.behaviour = probe::check(&store, &parts).await?;
@@ -333,16 +351,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     let mut reference_joins: BTreeMap<String, String> = BTreeMap::new();
     let mut differently_planned = Vec::new();
     for (mode_index, &mode) in options.modes.iter().enumerate() {
-        let ctx = session(
-            &store,
-            &tables,
-            mode,
-            options.format,
-            options.partitions,
-            options.memory_limit,
-            cluster.as_ref(),
-        )
-        .await?;
+        let ctx = session(&store, &tables, mode, options, cluster.as_ref()).await?;
         if let (0, Some(cluster)) = (mode_index, &cluster) {
             cluster_runs_a_scan(&ctx, &tables, &cluster.url).await?;
         }
@@ -451,6 +460,8 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 spills: plan_total(&plans, "spill_count"),
                 sort_merge_retry,
                 retries: plan_total(&plans, "retries"),
+                scans_pushed_by_choice: scans_chosen(&plans, true),
+                scans_fetched_by_choice: scans_chosen(&plans, false),
             };
             if per_endpoint.len() > 1 {
                 for (i, (requests, bytes)) in per_endpoint.iter_mut().enumerate() {
@@ -486,6 +497,8 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             totals.bytes_received += result.bytes_received;
             totals.bytes_scanned += result.bytes_scanned;
             totals.retries += result.retries;
+            totals.scans_pushed_by_choice += result.scans_pushed_by_choice;
+            totals.scans_fetched_by_choice += result.scans_fetched_by_choice;
             results.push(result);
         }
         let cpu_after = gateways_cpu_seconds(&endpoint.endpoints).await;
@@ -537,18 +550,24 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     Ok(summary)
 }
 
-/// Per-table part objects and sampled line length, read once before any query is timed.
+/// Per-table part objects, sampled lines and line length, read once before any query is
+/// timed.
 struct TableData {
     schema: &'static crate::schema::TableSchema,
     objects: Vec<(String, u64)>,
     line_bytes: f64,
+    /// Text parts: lines from across the table (auto mode predicts answers from them).
+    sample: Option<Arc<Sample>>,
 }
 
+/// The tables at `prefix`, with a sample of each text table's lines when `sample` (auto
+/// mode predicts from it).
 async fn discover(
     store: &Store,
     prefix: &str,
     scale: f64,
     format: Format,
+    sample: bool,
 ) -> Result<Vec<TableData>> {
     let mut tables = Vec::new();
     let extension = format!(".{}", format.extension());
@@ -570,6 +589,10 @@ async fn discover(
                 schema.name, store.bucket
             )));
         }
+        let sample = match (format, sample) {
+            (Format::Csv, true) => Some(Arc::new(sample_table(store, &objects).await?)),
+            _ => None,
+        };
         let line_bytes = match format {
             Format::Csv => sample_line_bytes(store, &objects[0]).await?,
             // A Parquet file has no lines, and a gzip part's lines are known only once it is
@@ -585,6 +608,7 @@ async fn discover(
             schema,
             objects,
             line_bytes,
+            sample,
         });
     }
     Ok(tables)
@@ -607,6 +631,40 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
     Ok(body.len() as f64 / lines as f64)
 }
 
+/// Pieces a table's sample is cut from, and the bytes of each: spread evenly over the
+/// table's bytes, so that a table written in key or date order is seen across its range.
+const SAMPLE_PIECES: u64 = 8;
+const SAMPLE_PIECE_BYTES: u64 = 16 << 10;
+
+/// Lines from [`SAMPLE_PIECES`] places of the table `objects` make (the whole table when it
+/// is smaller than the pieces).
+async fn sample_table(store: &Store, objects: &[(String, u64)]) -> Result<Sample> {
+    let total: u64 = objects.iter().map(|(_, size)| size).sum();
+    let step = (total / SAMPLE_PIECES).max(SAMPLE_PIECE_BYTES);
+    let mut pieces = Vec::new();
+    let (mut object_start, mut at) = (0u64, 0u64);
+    for (key, size) in objects {
+        let object_end = object_start + size;
+        while at < object_end {
+            let start = at - object_start;
+            let end = (start + SAMPLE_PIECE_BYTES).min(*size);
+            let request = Request::Get {
+                key: key.clone(),
+                start,
+                end,
+            };
+            let body = store
+                .send(&request, "", Format::Csv, Results::Csv)
+                .await?
+                .body;
+            pieces.push((start, body));
+            at += step;
+        }
+        object_start = object_end;
+    }
+    Ok(Sample::from_pieces(pieces))
+}
+
 /// On a cluster, the largest estimated build side of a hash join that is broadcast to its
 /// probe tasks rather than shuffled with the probe side (see [`session`]), in bytes and rows.
 const BROADCAST_BYTES: usize = 16 << 20;
@@ -622,12 +680,11 @@ async fn session(
     store: &Arc<Store>,
     tables: &[TableData],
     mode: Mode,
-    format: Format,
-    partitions: Option<usize>,
-    memory_limit: Option<u64>,
+    options: &RunOptions,
     cluster: Option<&Cluster>,
 ) -> Result<SessionContext> {
-    let partitions = partitions.unwrap_or_else(|| {
+    let (format, memory_limit) = (options.format, options.memory_limit);
+    let partitions = options.partitions.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
@@ -717,14 +774,20 @@ async fn session(
         }
     };
     let providers = tables.iter().map(|table| {
-        S3Table::new(
+        let provider = S3Table::new(
             table.schema,
             table.objects.clone(),
             table.line_bytes,
             Arc::clone(store),
             mode,
             format,
-        )
+        );
+        match (&table.sample, mode) {
+            (Some(sample), Mode::Auto) => {
+                provider.with_sample(Arc::clone(sample), options.link_rate)
+            }
+            _ => provider,
+        }
     });
     for provider in with_key_statistics(providers.collect()) {
         ctx.register_table(provider.name(), Arc::new(provider))?;
@@ -1006,7 +1069,7 @@ pub fn compare_modes(results: &[QueryResult]) -> BTreeMap<Mode, Comparison> {
         .map(|r| (r.query.as_str(), r))
         .collect();
     let mut out = BTreeMap::new();
-    for mode in [Mode::Pushdown, Mode::Dynamic] {
+    for mode in [Mode::Pushdown, Mode::Dynamic, Mode::Auto] {
         let mut log_sum = 0.0;
         let mut count = 0;
         let mut max = (f64::MIN, String::new());
@@ -1091,6 +1154,21 @@ fn plan_total(plans: &[Option<Plan>], name: &str) -> u64 {
         .sum()
 }
 
+/// The scans of `plans` that auto mode pushed down (`pushed`) or fetched, as the plans show
+/// its choices (`auto=pushed …`).
+fn scans_chosen(plans: &[Option<Plan>], pushed: bool) -> u64 {
+    let shown = if pushed {
+        ", auto=pushed"
+    } else {
+        ", auto=fetched"
+    };
+    plans
+        .iter()
+        .flatten()
+        .map(|plan| plan.text.matches(shown).count() as u64)
+        .sum()
+}
+
 /// Each endpoint's gateway CPU seconds, where it publishes them ([`metrics::read`]).
 async fn gateways_cpu_seconds(endpoints: &[String]) -> Vec<Option<f64>> {
     let readings = futures::future::join_all(endpoints.iter().map(|e| metrics::read(e))).await;
@@ -1154,6 +1232,8 @@ mod tests {
             spills: 0,
             sort_merge_retry: false,
             retries: 0,
+            scans_pushed_by_choice: 0,
+            scans_fetched_by_choice: 0,
         };
         let results = vec![
             r("q1", Mode::Fetch, 4.0, 1000),

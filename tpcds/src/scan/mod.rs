@@ -13,6 +13,8 @@
 //!   side while the query runs (min/max of the join keys, or the key list when small). The
 //!   probe-side scan waits for them before sending its first request, so a fact-table scan
 //!   asks only for rows that can find a join partner.
+//! * **auto**: each scan fetched or pushed down (as in dynamic mode), whichever is predicted
+//!   to be faster at the run's link rate ([`choice`]).
 //!
 //! The parts, after DataFusion's split of a table provider, its execution plan and its file
 //! opener:
@@ -32,6 +34,7 @@
 //! `requests` and the `sql` sent), which the executed plans show; bytes on the wire are
 //! counted by [`crate::net::Link`].
 
+mod choice;
 mod filter;
 mod request;
 mod source;
@@ -52,6 +55,7 @@ use tokio::sync::Semaphore;
 
 use crate::probe::SelectBehaviour;
 
+pub(crate) use choice::Sample;
 pub(crate) use request::{Request, Results};
 pub use source::join_tree;
 pub(crate) use source::{scan_units, sift_scan, ScanSource, FILE_TYPE};
@@ -70,16 +74,18 @@ pub enum Mode {
     Fetch,
     Pushdown,
     Dynamic,
+    Auto,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Fetch, Mode::Pushdown, Mode::Dynamic];
+    pub const ALL: [Mode; 4] = [Mode::Fetch, Mode::Pushdown, Mode::Dynamic, Mode::Auto];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Fetch => "fetch",
             Mode::Pushdown => "pushdown",
             Mode::Dynamic => "dynamic",
+            Mode::Auto => "auto",
         }
     }
 }
@@ -97,7 +103,7 @@ impl FromStr for Mode {
         Mode::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown mode {s:?}; expected fetch, pushdown or dynamic"))
+            .ok_or_else(|| format!("unknown mode {s:?}; expected fetch, pushdown, dynamic or auto"))
     }
 }
 

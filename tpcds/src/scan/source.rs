@@ -49,6 +49,7 @@ use futures::FutureExt;
 
 use crate::layout::Format;
 use crate::pushdown;
+use crate::scan::choice::Choice;
 use crate::scan::filter::{naming, ScanFilters, Statement};
 use crate::scan::request::{Answer, Request, Results};
 use crate::scan::stream::{FetchedCsv, FetchedParquet, Keep, Requests, Selected};
@@ -74,6 +75,8 @@ pub(crate) struct ScanSource {
     pub(super) metrics: ExecutionPlanMetricsSet,
     /// How the statement sent shows in the plan's metrics.
     pub(super) sql_metric: SqlMetric,
+    /// Auto mode's choice of `mode`, and what it was predicted from.
+    pub(super) choice: Option<Choice>,
 }
 
 /// How a scan shows the statement its selects carried among the plan's metrics.
@@ -150,6 +153,27 @@ impl ScanSource {
             .map(|&i| pushdown::typed_field(i, schema.field(i).data_type()))
             .collect::<Option<Vec<_>>>()?;
         Some(columns.join(", "))
+    }
+
+    /// The scan's statement with its planned filters only, answered in CSV: what auto mode
+    /// predicts the answer of.
+    pub(super) fn planned_sql(&self) -> String {
+        let naming = naming(
+            self.table.format,
+            &self.table.schema,
+            self.table.store.behaviour,
+        );
+        let clause = self
+            .filters
+            .planned
+            .as_ref()
+            .and_then(|p| p.to_sql_in(naming));
+        let statement = Statement {
+            columns: self.select_list(),
+            results: Results::Csv,
+            ..self.statement()
+        };
+        statement.sql(clause.as_deref())
     }
 
     fn statement(&self) -> Statement {
@@ -332,6 +356,9 @@ impl FileSource for ScanSource {
         if !self.filters.dynamic.is_empty() {
             write!(f, ", dynamic_filters={}", self.filters.dynamic.len())?;
         }
+        if let Some(choice) = &self.choice {
+            write!(f, ", auto={choice}")?;
+        }
         Ok(())
     }
 
@@ -348,7 +375,7 @@ impl FileSource for ScanSource {
         // Every offered filter is reported unsupported: the static ones were already taken
         // exactly at planning time, and a dynamic one only prunes (its join still checks).
         let dynamic: Vec<Arc<dyn PhysicalExpr>> = match self.mode {
-            Mode::Dynamic => filters
+            Mode::Dynamic | Mode::Auto => filters
                 .iter()
                 .filter(|f| f.is::<DynamicFilterPhysicalExpr>())
                 .cloned()
@@ -420,7 +447,7 @@ impl FileOpener for ScanOpener {
                 keep,
             }
             .stream()?,
-            (Mode::Pushdown | Mode::Dynamic, _) => Selected {
+            (Mode::Pushdown | Mode::Dynamic | Mode::Auto, _) => Selected {
                 requests,
                 filters: source.filters.clone(),
                 statement: source.statement(),

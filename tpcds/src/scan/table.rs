@@ -17,6 +17,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::layout::Format;
 use crate::pushdown::Pred;
+use crate::scan::choice::{Choice, Sample};
 use crate::scan::filter::{lower, naming, ClientFilter, ScanFilters};
 use crate::scan::request::Request;
 use crate::scan::source::{ScanSource, ScanUnit, SqlMetric};
@@ -52,6 +53,9 @@ pub(crate) struct TableDef {
     pub(super) store: Arc<Store>,
     mode: Mode,
     pub(super) format: Format,
+    /// Auto mode: lines of the table to predict answers from, and the link's rate in bytes
+    /// per second (unbounded when `None`). Another process gets scans already chosen.
+    auto: Option<(Arc<Sample>, Option<f64>)>,
 }
 
 /// A [`TableDef`] as plans carry it between processes: the table by name (the schema is
@@ -91,6 +95,7 @@ impl TableDef {
             store,
             mode,
             format,
+            auto: None,
         }
     }
 
@@ -179,6 +184,13 @@ impl S3Table {
     pub(crate) fn def(&self) -> &Arc<TableDef> {
         &self.def
     }
+
+    /// In auto mode, the lines each scan's choice is predicted from and the link's rate in
+    /// bytes per second (unbounded when `None`).
+    pub(crate) fn with_sample(mut self, sample: Arc<Sample>, link_rate: Option<f64>) -> S3Table {
+        Arc::make_mut(&mut self.def).auto = Some((sample, link_rate));
+        self
+    }
 }
 
 #[async_trait]
@@ -225,16 +237,32 @@ impl TableProvider for S3Table {
             .map(|f| self.lowered(f).map_or_else(|| self.def.lower(f), Ok))
             .collect::<DfResult<_>>()?;
         let mode = self.def.scan_mode(projection.len(), !preds.is_empty());
+        let source = |mode| {
+            ScanSource::new(
+                Arc::clone(&self.def),
+                state,
+                mode,
+                projection.clone(),
+                filters.to_vec(),
+                preds.clone(),
+            )
+        };
+        let source = match mode {
+            Mode::Auto => {
+                let pushed = source(Mode::Dynamic)?;
+                let choice = pushed.choose();
+                ScanSource {
+                    choice: Some(choice),
+                    ..match choice.pushed {
+                        true => pushed,
+                        false => source(Mode::Fetch)?,
+                    }
+                }
+            }
+            mode => source(mode)?,
+        };
         let target = state.config_options().execution.target_partitions.max(1);
-        let partitions = self.def.plan_requests(mode, target);
-        let source = ScanSource::new(
-            Arc::clone(&self.def),
-            state,
-            mode,
-            projection,
-            filters.to_vec(),
-            preds,
-        )?;
+        let partitions = self.def.plan_requests(source.mode, target);
         Ok(source.into_plan(partitions))
     }
 }
@@ -273,7 +301,22 @@ impl ScanSource {
             logical_filters: filters,
             metrics: ExecutionPlanMetricsSet::new(),
             sql_metric: SqlMetric::Custom,
+            choice: None,
         })
+    }
+
+    /// Auto mode's choice for this scan (planned as pushed down): pushed down when its
+    /// answer, predicted over the table's sample, makes that the faster way at the link's
+    /// rate ([`Choice`]).
+    fn choose(&self) -> Choice {
+        let share = self.table.auto.as_ref().and_then(|(sample, _)| {
+            let format_has_lines = self.table.format == Format::Csv;
+            format_has_lines
+                .then(|| sample.answer_share(&self.planned_sql()))
+                .flatten()
+        });
+        let link_rate = self.table.auto.as_ref().and_then(|(_, rate)| *rate);
+        Choice::new(self.table.total_bytes, share, link_rate)
     }
 
     /// The scan of `units` as another process rebuilds it ([`ScanSource::from_wire`]),
@@ -285,6 +328,7 @@ impl ScanSource {
             mode: self.mode,
             projection: self.projection.clone(),
             partitions: units.iter().map(|u| u.requests().to_vec()).collect(),
+            choice: self.choice,
         })
     }
 
@@ -319,6 +363,7 @@ impl ScanSource {
         let source = ScanSource::new(def, state, wire.mode, wire.projection, filters, preds)?;
         let source = ScanSource {
             sql_metric: SqlMetric::NamedCount,
+            choice: wire.choice,
             ..source
         };
         Ok(source.into_plan_of_units(wire.partitions.into_iter().map(ScanUnit::from).collect()))
@@ -333,6 +378,9 @@ pub(crate) struct ScanWire {
     mode: Mode,
     projection: Vec<usize>,
     partitions: Vec<Vec<Request>>,
+    /// Auto mode's choice of `mode`, for the plans the executors show.
+    #[serde(default)]
+    choice: Option<Choice>,
 }
 
 impl S3Table {
@@ -389,10 +437,12 @@ impl TableDef {
             // A Parquet file is read from its footer, a gzip stream from its start: whole.
             (_, Format::CsvGzip) | (Mode::Fetch, Format::Parquet) => u64::MAX,
             (Mode::Fetch, Format::Csv) => self.store.fetch_chunk,
-            (Mode::Pushdown | Mode::Dynamic, _) if self.store.behaviour.scan_ranges => {
+            (Mode::Pushdown | Mode::Dynamic | Mode::Auto, _)
+                if self.store.behaviour.scan_ranges =>
+            {
                 self.store.split_size
             }
-            (Mode::Pushdown | Mode::Dynamic, _) => u64::MAX,
+            (Mode::Pushdown | Mode::Dynamic | Mode::Auto, _) => u64::MAX,
         }
         .max(1);
         let mut units: Vec<Vec<Request>> = Vec::new();

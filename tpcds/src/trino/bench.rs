@@ -93,7 +93,11 @@ impl TrinoSummary {
 
 /// Runs the queries and writes the run directory.
 pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
-    if let Some(mode) = options.modes.iter().find(|m| **m == Mode::Dynamic) {
+    if let Some(mode) = options
+        .modes
+        .iter()
+        .find(|m| matches!(m, Mode::Dynamic | Mode::Auto))
+    {
         return Err(Error::Flag {
             flag: "--mode",
             message: format!("{mode}: Trino runs fetch (pushdown off) and pushdown only"),
@@ -195,6 +199,8 @@ pub async fn run(options: &TrinoRunOptions) -> Result<TrinoSummary> {
                 spills: 0,
                 sort_merge_retry: false,
                 retries: 0,
+                scans_pushed_by_choice: 0,
+                scans_fetched_by_choice: 0,
             };
             if options.verbose {
                 eprintln!(
