@@ -214,7 +214,7 @@ fn build_request(args: &SelectArgs) -> Result<SelectRequest, String> {
         OutFormat::Json => OutputSerialization::Json(JsonOutput {
             record_delimiter: unescape(&args.output_record_delimiter),
         }),
-        OutFormat::Arrow => OutputSerialization::Arrow,
+        OutFormat::Arrow => OutputSerialization::Arrow(Default::default()),
     };
     Ok(SelectRequest {
         sql,

@@ -1374,7 +1374,7 @@ async fn arrow_results_when_the_header_asks() {
     let expected = {
         let select = sift_engine::Select::new(sift_engine::SelectRequest {
             sql: sql.into(),
-            output: sift_engine::OutputSerialization::Arrow,
+            output: sift_engine::OutputSerialization::Arrow(Default::default()),
             ..Default::default()
         })
         .expect("valid");
@@ -1394,8 +1394,26 @@ async fn arrow_results_when_the_header_asks() {
     );
     let reader = datafusion::arrow::ipc::reader::StreamReader::try_new(&stream[..], None)
         .expect("an IPC stream");
-    let rows: usize = reader.map(|b| b.expect("a batch").num_rows()).sum();
+    let batches: Vec<_> = reader.map(|b| b.expect("a batch")).collect();
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     assert_eq!(rows, 28_000);
+
+    // Compressed: the same batches in fewer bytes, and the header says so.
+    let (lz4, header) = select_with_format(&s3, "typed.csv", sql, Some("Arrow; compression=LZ4"))
+        .await
+        .expect("an LZ4 Arrow select");
+    assert_eq!(header.as_deref(), Some("arrow; compression=lz4"));
+    assert!(
+        lz4.len() * 2 < stream.len(),
+        "{} vs {} bytes",
+        lz4.len(),
+        stream.len()
+    );
+    let unpacked: Vec<_> = datafusion::arrow::ipc::reader::StreamReader::try_new(&lz4[..], None)
+        .expect("an IPC stream")
+        .map(|b| b.expect("a batch"))
+        .collect();
+    assert_eq!(unpacked, batches);
 
     let (csv, header) = select_with_format(&s3, "typed.csv", sql, None)
         .await
@@ -1410,5 +1428,9 @@ async fn arrow_results_when_the_header_asks() {
     let refused = select_with_format(&s3, "typed.csv", sql, Some("parquet"))
         .await
         .expect_err("an unknown format");
+    assert_eq!(refused, "400 InvalidArgument");
+    let refused = select_with_format(&s3, "typed.csv", sql, Some("arrow; compression=zstd"))
+        .await
+        .expect_err("an unknown compression");
     assert_eq!(refused, "400 InvalidArgument");
 }

@@ -46,7 +46,8 @@ mod value;
 pub use error::{ErrorCode, Result, SelectError};
 pub use exec::{Select, Sink, Stats, DEFAULT_CHUNK_SIZE};
 pub use request::{
-    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat, InputSerialization,
-    JsonInput, JsonOutput, JsonType, OutputSerialization, QuoteFields, ScanRange, SelectRequest,
+    ArrowOptions, Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat,
+    InputSerialization, JsonInput, JsonOutput, JsonType, OutputSerialization, QuoteFields,
+    ScanRange, SelectRequest,
 };
 pub use source::{FileSource, ObjectSource, SliceSource, StreamSource};

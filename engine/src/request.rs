@@ -127,7 +127,17 @@ pub enum OutputSerialization {
     /// An Arrow IPC stream of typed columns, each column's type fixed by the SQL (not part
     /// of S3's XML: the gateway takes it from a request header, docs/gateway.md). A query
     /// whose columns have no fixed type is refused before the scan.
-    Arrow,
+    Arrow(ArrowOptions),
+}
+
+/// How an Arrow IPC stream is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArrowOptions {
+    /// Each batch's buffers compressed with LZ4 (frame format), as the IPC format allows:
+    /// typed columns are larger than their text (an INT is 8 bytes, a DECIMAL 16), and
+    /// compressed they are smaller than it, for some CPU on both ends. Readers decompress
+    /// by themselves (pyarrow, arrow-rs with its `lz4` feature).
+    pub lz4: bool,
 }
 
 impl Default for OutputSerialization {

@@ -80,9 +80,13 @@ fn arrow_run(
     data: &[u8],
     threads: usize,
 ) -> sift_engine::Result<(Arc<Schema>, Vec<RecordBatch>)> {
-    let select = Select::new(request(sql, input, OutputSerialization::Arrow))?
-        .with_threads(threads)
-        .with_chunk_size(4096);
+    let select = Select::new(request(
+        sql,
+        input,
+        OutputSerialization::Arrow(Default::default()),
+    ))?
+    .with_threads(threads)
+    .with_chunk_size(4096);
     let mut out = Vec::new();
     let stats = select.run(&SliceSource(data), &mut out)?;
     assert_eq!(stats.bytes_returned, out.len() as u64, "{sql}");
@@ -237,6 +241,36 @@ fn typed_columns_equal_the_json_output() {
     }
 }
 
+/// LZ4-compressed buffers (`ArrowOptions::lz4`): the same batches from fewer bytes.
+#[test]
+fn lz4_streams_hold_the_same_batches_in_fewer_bytes() {
+    let data = csv(5_000);
+    let run = |lz4| {
+        let output = OutputSerialization::Arrow(sift_engine::ArrowOptions { lz4 });
+        let select = Select::new(request(TYPED, csv_input(), output))
+            .expect("valid")
+            .with_chunk_size(4096);
+        let mut out = Vec::new();
+        let stats = select.run(&SliceSource(&data), &mut out).expect("runs");
+        assert_eq!(stats.bytes_returned, out.len() as u64);
+        out
+    };
+    let (plain, packed) = (run(false), run(true));
+    assert!(
+        packed.len() * 3 < plain.len() * 2,
+        "{} vs {}",
+        packed.len(),
+        plain.len()
+    );
+    let read = |bytes: Vec<u8>| {
+        StreamReader::try_new(Cursor::new(bytes), None)
+            .expect("an IPC stream")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("whole batches")
+    };
+    assert_eq!(read(packed), read(plain));
+}
+
 #[test]
 fn aggregates_are_one_typed_row() {
     let data = csv(3_000);
@@ -290,7 +324,12 @@ fn what_has_no_fixed_type_is_refused_before_the_scan() {
         "SELECT CAST(s._1 AS DECIMAL) FROM S3Object s",
         "SELECT s._1 + 1 FROM S3Object s",
     ] {
-        let e = Select::new(request(sql, csv_input(), OutputSerialization::Arrow)).expect_err(sql);
+        let e = Select::new(request(
+            sql,
+            csv_input(),
+            OutputSerialization::Arrow(Default::default()),
+        ))
+        .expect_err(sql);
         assert_eq!(e.code, ErrorCode::UnsupportedSqlStructure, "{sql}: {e}");
         assert!(e.message.contains("fixed"), "{sql}: {e}");
     }
@@ -298,7 +337,7 @@ fn what_has_no_fixed_type_is_refused_before_the_scan() {
     let e = Select::new(request(
         "SELECT s.a FROM S3Object s",
         json,
-        OutputSerialization::Arrow,
+        OutputSerialization::Arrow(Default::default()),
     ))
     .expect_err("an uncast JSON value");
     assert_eq!(e.code, ErrorCode::UnsupportedSqlStructure, "{e}");

@@ -330,7 +330,7 @@ fn set_option(
         "out-record" => match &mut req.output {
             OutputSerialization::Csv(c) => c.record_delimiter = v,
             OutputSerialization::Json(j) => j.record_delimiter = v,
-            OutputSerialization::Arrow => return Err(format!("{key} needs text output")),
+            OutputSerialization::Arrow(_) => return Err(format!("{key} needs text output")),
         },
         "out-quote-fields" | "out-field" | "out-quote" | "out-escape" => {
             let OutputSerialization::Csv(c) = &mut req.output else {

@@ -33,9 +33,9 @@ use s3s::dto::{
 };
 use s3s::{s3_error, S3Error, S3ErrorCode, S3Response, S3Result};
 use sift_engine::{
-    Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat, InputSerialization,
-    JsonInput, JsonOutput, JsonType, ObjectSource, OutputSerialization, QuoteFields, ScanRange,
-    Select, SelectError, SelectRequest, Sink, Stats,
+    ArrowOptions, Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat,
+    InputSerialization, JsonInput, JsonOutput, JsonType, ObjectSource, OutputSerialization,
+    QuoteFields, ScanRange, Select, SelectError, SelectRequest, Sink, Stats,
 };
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
@@ -97,12 +97,12 @@ impl SelectService {
     }
 
     /// Runs the select of `input` on the object that `open` opens, with results as an Arrow
-    /// IPC stream when `arrow` ([`wants_arrow`]). The caller has already checked that the
+    /// IPC stream when `arrow` says how ([`wants_arrow`]). The caller has already checked that the
     /// object exists, so that a missing one is a plain 404.
     pub async fn run(
         &self,
         input: SelectObjectContentInput,
-        arrow: bool,
+        arrow: Option<ArrowOptions>,
         open: OpenSource,
     ) -> S3Result<S3Response<SelectObjectContentOutput>> {
         let progress = input
@@ -112,8 +112,8 @@ impl SelectService {
             .and_then(|p| p.enabled)
             .unwrap_or(false);
         let mut request = map_request(input.request, self.dialect)?;
-        if arrow {
-            request.output = OutputSerialization::Arrow;
+        if let Some(options) = arrow {
+            request.output = OutputSerialization::Arrow(options);
         }
         let select = Select::new(request)
             .map_err(engine_error)?
@@ -150,10 +150,14 @@ impl SelectService {
         let mut response = S3Response::new(SelectObjectContentOutput {
             payload: Some(SelectObjectContentEventStream::new(stream)),
         });
-        if arrow {
+        if let Some(options) = arrow {
+            let value = match options.lz4 {
+                true => ARROW_LZ4,
+                false => "arrow",
+            };
             response
                 .headers
-                .insert(RESULT_FORMAT_HEADER, HeaderValue::from_static("arrow"));
+                .insert(RESULT_FORMAT_HEADER, HeaderValue::from_static(value));
         }
         Ok(response)
     }
@@ -165,15 +169,28 @@ impl SelectService {
 /// that ignored the header and wrote CSV.
 pub const RESULT_FORMAT_HEADER: &str = "x-sift-result-format";
 
-/// Whether a select request asks for Arrow results; a value other than `arrow` is refused
-/// rather than ignored.
-pub fn wants_arrow(headers: &HeaderMap) -> S3Result<bool> {
-    match headers.get(RESULT_FORMAT_HEADER) {
-        None => Ok(false),
-        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"arrow") => Ok(true),
-        Some(v) => Err(s3_error!(
+/// The header's value for an Arrow stream whose buffers are LZ4-compressed.
+pub const ARROW_LZ4: &str = "arrow; compression=lz4";
+
+/// How a select request asks for Arrow results (`arrow`, or [`ARROW_LZ4`]), `None` when it
+/// does not; any other value is refused rather than ignored.
+pub fn wants_arrow(headers: &HeaderMap) -> S3Result<Option<ArrowOptions>> {
+    let Some(value) = headers.get(RESULT_FORMAT_HEADER) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").to_ascii_lowercase();
+    let mut parts = text.split(';').map(str::trim);
+    let format = parts.next().unwrap_or("");
+    let params: Vec<&str> = parts.collect();
+    match (format, params.as_slice()) {
+        ("arrow", []) => Ok(Some(ArrowOptions { lz4: false })),
+        ("arrow", [p]) if p.replace(' ', "") == "compression=lz4" => {
+            Ok(Some(ArrowOptions { lz4: true }))
+        }
+        _ => Err(s3_error!(
             InvalidArgument,
-            "{RESULT_FORMAT_HEADER}: {v:?} is not a result format; the one it selects is `arrow`"
+            "{RESULT_FORMAT_HEADER}: {value:?} is not a result format; it takes `arrow` or \
+             `{ARROW_LZ4}`"
         )),
     }
 }

@@ -140,7 +140,12 @@ async fn answers_arrow(store: &Store, key: &str) -> Result<bool> {
     };
     let sql = "SELECT s._1 FROM S3Object s LIMIT 1";
     let answer = store
-        .send(&request, sql, Format::Csv, Results::Arrow)
+        .send(
+            &request,
+            sql,
+            Format::Csv,
+            Results::arrow(store.compress_arrow),
+        )
         .await?;
     if !answer.arrow {
         return Ok(false);

@@ -305,6 +305,8 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         auto,
     )
     .await?;
+    // Over a paced link the answers' bytes are what costs; unpaced, the CPU to compress them.
+    store.compress_arrow = options.link_rate.is_some();
     if options.format == Format::Csv && options.modes.iter().any(|&m| m != Mode::Fetch) {
         let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
         store.behaviour = probe::check(&store, &parts).await?;

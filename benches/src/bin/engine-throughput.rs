@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, sql, arrow) in text.into_iter().chain(queries::OUTPUT_QUERIES) {
         let mut request = queries::dsdgen_request(sql);
         if arrow {
-            request.output = OutputSerialization::Arrow;
+            request.output = OutputSerialization::Arrow(Default::default());
         }
         let selects = [1, 2].map(|t| {
             Select::new(request.clone()).map(|s| {

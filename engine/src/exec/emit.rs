@@ -97,7 +97,7 @@ impl<'s> Emitter<'s> {
     pub(crate) fn new(ctx: &RowCtx<'_>, stats_now: StatsNow<'s>) -> Result<Self> {
         let plan = ctx.plan;
         let arrow = match ctx.writer {
-            Writer::Arrow(a) => Some(ArrowStream::new(a.schema(plan))?),
+            Writer::Arrow(a) => Some(ArrowStream::new(a.schema(plan), a.options())?),
             Writer::Text(_) => None,
         };
         Ok(Emitter {

@@ -36,7 +36,8 @@ use arrow_array::builder::{
     TimestampNanosecondBuilder,
 };
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_ipc::writer::StreamWriter;
+use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+use arrow_ipc::CompressionType;
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::err;
@@ -44,6 +45,7 @@ use crate::error::{Result, SelectError};
 use crate::eval::bind::{Output, Plan};
 use crate::eval::coerce::display_for_error;
 use crate::eval::expr::{field_text, CExpr, Row};
+use crate::request::ArrowOptions;
 use crate::sql::ast::{AggFunc, BinaryOp, CastType, Expr, Literal, Projection, Query, UnaryOp};
 use crate::value::numeric::{parse_i64, parse_scaled_i64};
 use crate::value::{Decimal, Value};
@@ -77,12 +79,17 @@ impl ColType {
 #[derive(Debug, Clone)]
 pub(crate) struct ArrowOutput {
     types: Vec<ColType>,
+    options: ArrowOptions,
 }
 
 impl ArrowOutput {
     /// The result's column types, or UnsupportedSqlStructure when one has none fixed.
     /// `text_fields`: the input is CSV, whose fields are text whatever they hold.
-    pub(crate) fn new(query: &Query, text_fields: bool) -> Result<ArrowOutput> {
+    pub(crate) fn new(
+        query: &Query,
+        text_fields: bool,
+        options: ArrowOptions,
+    ) -> Result<ArrowOutput> {
         let Projection::Items(items) = &query.projection else {
             return Err(err!(
                 UnsupportedSqlStructure,
@@ -99,7 +106,11 @@ impl ArrowOutput {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(ArrowOutput { types })
+        Ok(ArrowOutput { types, options })
+    }
+
+    pub(crate) fn options(&self) -> ArrowOptions {
+        self.options
     }
 
     /// The schema of the stream: the plan's output names with the checked types.
@@ -530,8 +541,13 @@ pub(crate) struct ArrowStream {
 
 impl ArrowStream {
     /// A stream whose first bytes, the schema message, are buffered.
-    pub(crate) fn new(schema: SchemaRef) -> Result<ArrowStream> {
-        let writer = StreamWriter::try_new(Vec::new(), &schema).map_err(ipc_error)?;
+    pub(crate) fn new(schema: SchemaRef, options: ArrowOptions) -> Result<ArrowStream> {
+        let compression = options.lz4.then_some(CompressionType::LZ4_FRAME);
+        let ipc = IpcWriteOptions::default()
+            .try_with_compression(compression)
+            .map_err(ipc_error)?;
+        let writer =
+            StreamWriter::try_new_with_options(Vec::new(), &schema, ipc).map_err(ipc_error)?;
         Ok(ArrowStream { schema, writer })
     }
 

@@ -33,8 +33,9 @@ impl Writer {
         text_fields: bool,
     ) -> Result<Writer> {
         let text = match (output, dialect) {
-            (OutputSerialization::Arrow, _) => {
-                return Ok(Writer::Arrow(arrow::ArrowOutput::new(query, text_fields)?))
+            (OutputSerialization::Arrow(options), _) => {
+                let output = arrow::ArrowOutput::new(query, text_fields, *options)?;
+                return Ok(Writer::Arrow(output));
             }
             // Ceph RGW writes CSV whatever the OutputSerialization asks (a count over JSON
             // input comes back as `3`, not `{"_1":3}`), and its clients parse that.

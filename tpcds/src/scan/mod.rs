@@ -136,6 +136,10 @@ pub struct Store {
     /// split into ScanRanges only if the store answers them as AWS does, and IS NULL and the
     /// answers' NULLs follow its reading of empty fields.
     pub behaviour: SelectBehaviour,
+    /// Arrow answers asked for with their buffers LZ4-compressed: typed columns are larger
+    /// than their text, compressed smaller, at some CPU on both ends — worth it when the
+    /// link is the limit.
+    pub compress_arrow: bool,
     scanned: AtomicU64,
     /// The pause before sending a request again to an endpoint it already failed on, doubled
     /// at each further attempt.
@@ -191,6 +195,8 @@ pub struct StoreSpec {
     pub fetch_chunk: u64,
     pub split_size: u64,
     pub behaviour: SelectBehaviour,
+    #[serde(default)]
+    pub compress_arrow: bool,
 }
 
 impl Store {
@@ -240,6 +246,7 @@ impl Store {
             fetch_chunk: 8 << 20,
             split_size: 32 << 20,
             behaviour: SelectBehaviour::AWS,
+            compress_arrow: false,
             scanned: AtomicU64::new(0),
             retry_pause: Duration::from_millis(100),
             virtual_hosted,
@@ -264,6 +271,7 @@ impl Store {
             fetch_chunk: self.fetch_chunk,
             split_size: self.split_size,
             behaviour: self.behaviour,
+            compress_arrow: self.compress_arrow,
         })
     }
 
@@ -273,6 +281,7 @@ impl Store {
         store.fetch_chunk = spec.fetch_chunk;
         store.split_size = spec.split_size;
         store.behaviour = spec.behaviour;
+        store.compress_arrow = spec.compress_arrow;
         store
     }
 

@@ -109,12 +109,33 @@ fn backoff(first: Duration, attempt: usize) -> Duration {
 }
 
 /// How a select asks for its answer: CSV text (what every store writes), or Sift's Arrow
-/// IPC stream (the `x-sift-result-format: arrow` header, docs/gateway.md), which a store
-/// that does not know the header ignores, answering CSV.
+/// IPC stream (the `x-sift-result-format` header, docs/gateway.md), plain or with its
+/// buffers LZ4-compressed, which a store that does not know the header ignores, answering
+/// CSV.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Results {
     Csv,
     Arrow,
+    ArrowLz4,
+}
+
+impl Results {
+    /// Arrow, compressed when `lz4`.
+    pub(crate) fn arrow(lz4: bool) -> Results {
+        match lz4 {
+            true => Results::ArrowLz4,
+            false => Results::Arrow,
+        }
+    }
+
+    /// The request header's value asking for these answers.
+    fn header(self) -> Option<&'static str> {
+        match self {
+            Results::Csv => None,
+            Results::Arrow => Some("arrow"),
+            Results::ArrowLz4 => Some("arrow; compression=lz4"),
+        }
+    }
 }
 
 /// The request header asking for Arrow results, which Sift's answer carries back.
@@ -336,8 +357,8 @@ async fn select(
         .customize()
         .interceptor(answered_arrow.clone())
         .mutate_request(move |r| {
-            if results == Results::Arrow {
-                r.headers_mut().insert(RESULT_FORMAT, "arrow");
+            if let Some(value) = results.header() {
+                r.headers_mut().insert(RESULT_FORMAT, value);
             }
         })
         .send()
@@ -376,7 +397,7 @@ async fn select(
             transient: true,
         });
     }
-    let arrow = results == Results::Arrow && answered_arrow.0.load(Ordering::Relaxed);
+    let arrow = results != Results::Csv && answered_arrow.0.load(Ordering::Relaxed);
     Ok((records.freeze(), scanned, arrow))
 }
 
@@ -395,7 +416,12 @@ impl Intercept for SeeArrow {
         _: &RuntimeComponents,
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let arrow = context.response().headers().get(RESULT_FORMAT) == Some("arrow");
+        let format = context
+            .response()
+            .headers()
+            .get(RESULT_FORMAT)
+            .unwrap_or("");
+        let arrow = format.split(';').next().map(str::trim) == Some("arrow");
         self.0.store(arrow, Ordering::Relaxed);
         Ok(())
     }

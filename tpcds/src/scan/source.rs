@@ -178,7 +178,7 @@ impl ScanSource {
 
     fn statement(&self) -> Statement {
         let (columns, results) = match self.typed_list() {
-            Some(typed) => (typed, Results::Arrow),
+            Some(typed) => (typed, Results::arrow(self.table.store.compress_arrow)),
             None => (self.select_list(), Results::Csv),
         };
         Statement {
