@@ -585,7 +585,7 @@ mod tests {
 
     fn types(sql: &str, text_fields: bool) -> Result<Vec<ColType>> {
         let q = crate::sql::parse(sql, crate::sql::Dialect::Aws)?;
-        ArrowOutput::new(&q, text_fields).map(|a| a.types)
+        ArrowOutput::new(&q, text_fields, ArrowOptions::default()).map(|a| a.types)
     }
 
     #[test]
