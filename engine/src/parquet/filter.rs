@@ -90,19 +90,19 @@ impl ColumnFilter {
     /// Compiles `filter` over a file whose columns are `schema`, or `None` when some part
     /// of it is not a shape this module evaluates.
     pub fn compile(filter: &CExpr, schema: &Schema) -> Option<ColumnFilter> {
-        let mut roots = Vec::new();
-        let test = compile(filter, schema, &mut roots, true)?;
-        roots.sort_unstable();
-        roots.dedup();
-        Some(ColumnFilter { test, roots })
+        ColumnFilter::build(filter, schema, true)
     }
 
     /// As [`ColumnFilter::compile`], every leaf left to the row evaluator: the reference
     /// the typed kernels are tested against.
     #[cfg(test)]
     pub fn compile_reference(filter: &CExpr, schema: &Schema) -> Option<ColumnFilter> {
+        ColumnFilter::build(filter, schema, false)
+    }
+
+    fn build(filter: &CExpr, schema: &Schema, typed: bool) -> Option<ColumnFilter> {
         let mut roots = Vec::new();
-        let test = compile(filter, schema, &mut roots, false)?;
+        let test = compile(filter, schema, &mut roots, typed)?;
         roots.sort_unstable();
         roots.dedup();
         Some(ColumnFilter { test, roots })
@@ -349,35 +349,13 @@ impl Kernel {
         };
         match self {
             Kernel::Ints(conds) => {
-                let holds = |v: i64| conds.iter().all(|&(op, k)| cmp(op, v, k));
-                let values = match array.data_type() {
-                    DataType::Int32 => {
-                        let a = array.as_primitive_opt::<Int32Type>().ok_or_else(mismatch)?;
-                        let v = a.values();
-                        BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
-                    }
-                    _ => {
-                        let a = array.as_primitive_opt::<Int64Type>().ok_or_else(mismatch)?;
-                        let v = a.values();
-                        BooleanBuffer::collect_bool(n, |i| holds(v[i]))
-                    }
-                };
+                let values = int_test(array, |v| conds.iter().all(|&(op, k)| cmp(op, v, k)))
+                    .ok_or_else(mismatch)?;
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::IntSet { set, negated } => {
-                let holds = |v: i64| set.binary_search(&v).is_ok() != *negated;
-                let values = match array.data_type() {
-                    DataType::Int32 => {
-                        let a = array.as_primitive_opt::<Int32Type>().ok_or_else(mismatch)?;
-                        let v = a.values();
-                        BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
-                    }
-                    _ => {
-                        let a = array.as_primitive_opt::<Int64Type>().ok_or_else(mismatch)?;
-                        let v = a.values();
-                        BooleanBuffer::collect_bool(n, |i| holds(v[i]))
-                    }
-                };
+                let values = int_test(array, |v| set.binary_search(&v).is_ok() != *negated)
+                    .ok_or_else(mismatch)?;
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::Decimals { conds, rows } => {
@@ -402,6 +380,23 @@ impl Kernel {
             Kernel::Rows(leaf) => rows_truth(leaf, array),
         }
     }
+}
+
+/// `holds` of each value of an Int32 or Int64 array (NULLs' slots included); `None` for an
+/// array of another type.
+fn int_test(array: &ArrayRef, holds: impl Fn(i64) -> bool) -> Option<BooleanBuffer> {
+    let n = array.len();
+    Some(match array.data_type() {
+        DataType::Int32 => {
+            let v = array.as_primitive_opt::<Int32Type>()?.values();
+            BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
+        }
+        DataType::Int64 => {
+            let v = array.as_primitive_opt::<Int64Type>()?.values();
+            BooleanBuffer::collect_bool(n, |i| holds(v[i]))
+        }
+        _ => return None,
+    })
 }
 
 /// The leaf's truth for each element, by the row evaluator.

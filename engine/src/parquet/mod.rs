@@ -13,7 +13,7 @@
 //!
 //! [`Node::Scalar`]: crate::json::Node::Scalar
 
-pub mod filter;
+pub(crate) mod filter;
 pub mod prune;
 pub mod rows;
 pub(crate) mod select;
