@@ -25,16 +25,9 @@ fn pad(i: i64) -> String {
         .collect()
 }
 
-/// `rows` rows of (`id` = 0.., `pad`), in row groups of `group` rows, sorted by id so that
-/// each row group's id range is narrow.
-fn wide_file(rows: i64, group: usize) -> Vec<u8> {
-    let ids = Int64Array::from_iter_values(0..rows);
-    let pads = StringArray::from_iter_values((0..rows).map(pad));
-    let batch = RecordBatch::try_from_iter([
-        ("id", Arc::new(ids) as ArrayRef),
-        ("pad", Arc::new(pads) as ArrayRef),
-    ])
-    .unwrap();
+/// `batch` as a Snappy-compressed Parquet file with chunk statistics, in row groups of
+/// `group` rows.
+fn parquet_file(batch: &RecordBatch, group: usize) -> Vec<u8> {
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(group))
         .set_statistics_enabled(EnabledStatistics::Chunk)
@@ -45,6 +38,19 @@ fn wide_file(rows: i64, group: usize) -> Vec<u8> {
     w.write(&batch).unwrap();
     w.close().unwrap();
     out
+}
+
+/// `rows` rows of (`id` = 0.., `pad`), in row groups of `group` rows, sorted by id so that
+/// each row group's id range is narrow.
+fn wide_file(rows: i64, group: usize) -> Vec<u8> {
+    let ids = Int64Array::from_iter_values(0..rows);
+    let pads = StringArray::from_iter_values((0..rows).map(pad));
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(ids) as ArrayRef),
+        ("pad", Arc::new(pads) as ArrayRef),
+    ])
+    .unwrap();
+    parquet_file(&batch, group)
 }
 
 /// `rows` rows in row groups of `group` rows: `k` = 2i (even, so that `k = 2j + 1` lies
@@ -73,16 +79,7 @@ fn mixed_file(rows: i64, group: usize) -> Vec<u8> {
         ("pad", Arc::new(pads) as ArrayRef),
     ])
     .unwrap();
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(group))
-        .set_statistics_enabled(EnabledStatistics::Chunk)
-        .set_compression(parquet::basic::Compression::SNAPPY)
-        .build();
-    let mut out = Vec::new();
-    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
-    out
+    parquet_file(&batch, group)
 }
 
 fn select(sql: &str) -> Select {
