@@ -27,7 +27,7 @@
 # over HTTPS is tested in tests/gateway.rs). Ballista's own gRPC between the scheduler and
 # the executors stays plain, as Ballista ships it.
 #
-# It loads SF 0.01 through gw1, runs every statement of the 99 queries in the three modes in
+# It loads SF 0.01 through gw1, runs every statement of the 99 queries in the four modes in
 # one process on the sched host through gw1 (the reference: one machine, one link), then on
 # the cluster with the executors' requests spread over gw1 and gw2: each statement's rows
 # must be the reference's (as sorted lines; a statement that fails must fail in both), and
@@ -261,7 +261,7 @@ known_failures=" ${KNOWN_FAILURES:-q47 q57} "
 known_error="All partition by columns should have an ordering"
 statements=0
 mismatches=()
-for mode in fetch pushdown dynamic; do
+for mode in fetch pushdown dynamic auto; do
     for file in "$work/local/rows/$mode"/*.txt; do
         name=$(basename "$file" .txt)
         other="$work/cluster/rows/$mode/$name.txt"
@@ -278,8 +278,8 @@ for mode in fetch pushdown dynamic; do
 done
 ((${#mismatches[@]} == 0)) ||
     fail "the cluster's rows differ from the single-process run's: ${mismatches[*]}"
-[[ -n ${SIFT_NETNS_QUERIES:-} || $statements == 309 ]] ||
-    fail "compared $statements statements, expected 103 in 3 modes"
+[[ -n ${SIFT_NETNS_QUERIES:-} || $statements == 412 ]] ||
+    fail "compared $statements statements, expected 103 in 4 modes"
 
 # Both gateways answered part of the cluster's requests, in every mode.
 # And the bytes each mode received, in one process and on the cluster (the executors count
@@ -296,7 +296,7 @@ for mode, totals in cluster["modes"].items():
           f"gateway {counts}, retries {totals['retries']}; "
           f"{local['modes'][mode]['seconds']:.1f} s in one process, "
           f"{totals['seconds']:.1f} s on the cluster")
-for mode in ("pushdown", "dynamic"):
+for mode in ("pushdown", "dynamic", "auto"):
     for name, summary in (("one process", local), ("cluster", cluster)):
         c = summary.get("against_fetch", {}).get(mode)
         if c:

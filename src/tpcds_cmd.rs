@@ -182,7 +182,7 @@ pub struct RunArgs {
     /// Scale factor of the loaded data.
     #[arg(long, default_value_t = 1.0)]
     pub sf: f64,
-    /// fetch, pushdown, dynamic, or all (comma-separated lists allowed).
+    /// fetch, pushdown, dynamic, auto, or all (comma-separated lists allowed).
     #[arg(long, default_value = "all")]
     pub mode: String,
     /// all, ceph72 (the Ceph/IBM benchmark's 72), or a list like 3,7,10-12.

@@ -35,7 +35,7 @@ fn parquet_file(batch: &RecordBatch, group: usize) -> Vec<u8> {
         .build();
     let mut out = Vec::new();
     let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
-    w.write(&batch).unwrap();
+    w.write(batch).unwrap();
     w.close().unwrap();
     out
 }

@@ -10,8 +10,7 @@ use parquet::arrow::ProjectionMask;
 
 use crate::csv::Flow;
 use crate::error::Result;
-use crate::eval::bind::Output;
-use crate::eval::bind::{bind, Columns, Plan};
+use crate::eval::bind::{bind, Columns, Output, Plan};
 use crate::eval::expr::CExpr;
 use crate::exec::emit::{finish, ChunkOut, Emitter};
 use crate::exec::row::{check_row_size, take_value, RowCtx, RowScratch};
