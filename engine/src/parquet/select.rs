@@ -6,6 +6,8 @@
 //! that then need no evaluation at all (the SELECT list is `*` or plain column names, text
 //! output) are written from the batch's columns ([`Direct`]) without being made objects.
 
+use std::borrow::Cow;
+
 use parquet::arrow::ProjectionMask;
 
 use crate::csv::Flow;
@@ -39,8 +41,8 @@ pub(crate) fn run(
     };
     // The rows the decoder hands over have passed a column filter already.
     let row_plan = match &filter {
-        Some(_) => plan.without_filter(),
-        None => plan.clone(),
+        Some(_) => Cow::Owned(plan.without_filter()),
+        None => Cow::Borrowed(&plan),
     };
     let ctx = RowCtx {
         plan: &row_plan,

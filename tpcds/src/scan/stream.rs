@@ -216,21 +216,26 @@ impl Selected {
             let decoder = answer_decoder(&output, empty_is_null)?;
             return Ok(decode(answers.map_ok(|(body, _)| body).boxed(), decoder));
         }
-        // Each answer whole, off the async threads: an Arrow stream, or the CSV of a store
-        // that ignored the request for one.
+        // Each answer on its own: an Arrow stream, decoded whole off the async threads, or
+        // the CSV of a store that ignored the request for one, through the CSV decoder.
         Ok(answers
-            .and_then(move |(body, arrow)| {
-                let output = Arc::clone(&output);
-                async move {
-                    tokio::task::spawn_blocking(move || match arrow {
-                        true => arrow_batches(&body, &output),
-                        false => csv_batches(body, answer_decoder(&output, empty_is_null)?),
+            .map_ok(move |(body, arrow)| match arrow {
+                true => {
+                    let output = Arc::clone(&output);
+                    stream::once(async move {
+                        tokio::task::spawn_blocking(move || arrow_batches(&body, &output))
+                            .await
+                            .map_err(|e| DataFusionError::External(Box::new(e)))?
                     })
-                    .await
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+                    .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
+                    .try_flatten()
+                    .boxed()
                 }
+                false => match answer_decoder(&output, empty_is_null) {
+                    Ok(decoder) => decode(stream::once(async move { Ok(body) }).boxed(), decoder),
+                    Err(e) => stream::once(async move { Err(e) }).boxed(),
+                },
             })
-            .map_ok(|batches| stream::iter(batches.into_iter().map(Ok)))
             .try_flatten()
             .boxed())
     }
@@ -259,28 +264,6 @@ fn answer_decoder(output: &SchemaRef, empty_is_null: bool) -> DfResult<Decoder> 
         Ok(builder.with_null_regex(null).build_decoder())
     } else {
         Ok(builder.build_decoder())
-    }
-}
-
-/// One whole CSV answer through `decoder`.
-fn csv_batches(mut body: Bytes, mut decoder: Decoder) -> DfResult<Vec<RecordBatch>> {
-    let mut batches = Vec::new();
-    loop {
-        let used = decoder.decode(&body)?;
-        body.advance(used);
-        if body.is_empty() {
-            decoder.decode(&[])?;
-        } else if used == 0 && decoder.capacity() > 0 {
-            return Err(DataFusionError::Internal(
-                "CSV decoder made no progress".to_string(),
-            ));
-        }
-        if let Some(batch) = decoder.flush()? {
-            batches.push(batch);
-        }
-        if body.is_empty() {
-            return Ok(batches);
-        }
     }
 }
 
