@@ -60,7 +60,28 @@ if scripts/ceph-rgw.sh start >"$rgw_log.env" 2>"$rgw_log"; then
     . "${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}/run/env"
     set +a
     status=$seaweedfs_status
-    cargo test --workspace --locked --test rgw -- --ignored || status=$?
+    rgw_root=${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}
+    segfaults() { grep -c 'Caught signal (Segmentation fault)' "$rgw_root/run/radosgw.log" 2>/dev/null || true; }
+    before=$(segfaults)
+    rgw_status=0
+    cargo test --workspace --locked --test rgw -- --ignored || rgw_status=$?
+    # radosgw 18.2.7 itself segfaults, rarely, under a run's concurrent selects (once in
+    # some 26,000 requests here; a "notif-worker0" thread jumping to a heap address). That is
+    # its defect, not the test's: it is reported with the log's lines, RGW is started again
+    # and the tests run once more; a second failure fails.
+    if [[ $rgw_status != 0 && $(segfaults) != "$before" ]]; then
+        echo "radosgw segfaulted during tests/rgw.rs (its own defect; $rgw_root/run/radosgw.log):"
+        grep -A3 'Caught signal (Segmentation fault)' "$rgw_root/run/radosgw.log" | tail -4
+        echo "starting RGW again and running tests/rgw.rs once more"
+        scripts/ceph-rgw.sh start >"$rgw_log.env" 2>>"$rgw_log" || true
+        set -a
+        # shellcheck disable=SC1091
+        . "$rgw_root/run/env"
+        set +a
+        rgw_status=0
+        cargo test --workspace --locked --test rgw -- --ignored || rgw_status=$?
+    fi
+    [[ $rgw_status == 0 ]] || status=$rgw_status
     # Last, as it takes RGW down: the defect docs/gateway.md reports, one select that ends
     # radosgw 18.2.7 (scripts/rgw-crash.sh). Another version is only reported.
     crash=$(scripts/rgw-crash.sh) && crash_rc=0 || crash_rc=$?

@@ -767,21 +767,7 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
 
     // Killed while fetch mode runs: b's requests in flight fail, and the later ones go to a.
     let out = temp_dir("sift-tpcds-lose-one");
-    let child = Command::new(env!("CARGO_BIN_EXE_sift"))
-        .args(run_args(&over_both, "all", QUERIES, &out, &[]))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("sift runs");
-    let fetch_rows = out.join("rows").join("fetch");
-    let started = std::time::Instant::now();
-    while std::fs::read_dir(&fetch_rows).map_or(0, |d| d.count()) < 3 {
-        assert!(
-            started.elapsed().as_secs() < 300,
-            "the run made no progress"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let child = run_past_three_queries(&over_both, "all", QUERIES, &out);
     b.child.kill().expect("kill gateway b");
     b.child.wait().expect("gateway b ends");
     let output = child.wait_with_output().expect("run ends");
@@ -800,9 +786,25 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
     );
     assert_eq!(per_endpoint(&out, "dynamic")[1], 0, "{summary}");
 
-    // Every endpoint down: the run stops with an error naming each.
+    // The last endpoint lost mid-run: the run stops at the query that failed, naming it,
+    // instead of failing each query left after its retries.
     let (a_url, b_url) = (a.endpoint(), b.endpoint());
+    let out = temp_dir("sift-tpcds-lose-all");
+    let child = run_past_three_queries(&over_both, "fetch", QUERIES, &out);
     drop(a);
+    let output = child.wait_with_output().expect("run ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("no longer answers at"),
+        "{stderr}"
+    );
+    let done = std::fs::read_dir(out.join("rows").join("fetch")).map_or(0, |d| d.count());
+    assert!(
+        done < QUERIES.split(',').count(),
+        "{done} queries ran: {stderr}"
+    );
+
+    // Every endpoint down from the start: the run stops with an error naming each.
     let out = temp_dir("sift-tpcds-none-left");
     let failed = sift_run(&over_both, "fetch", QUERIES, &out, &[]);
     assert!(!failed.status.success());
@@ -811,6 +813,32 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
         stderr.contains(&a_url) && stderr.contains(&b_url),
         "{stderr}"
     );
+}
+
+/// `sift tpcds run` started in the background, returned once fetch mode (`mode`'s first)
+/// has written three queries' rows, so that what the caller does next happens mid-run.
+fn run_past_three_queries(
+    endpoint: &[String],
+    mode: &str,
+    queries: &str,
+    out: &Path,
+) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_sift"))
+        .args(run_args(endpoint, mode, queries, out, &[]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("sift runs");
+    let rows = out.join("rows").join("fetch");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&rows).map_or(0, |d| d.count()) < 3 {
+        assert!(
+            started.elapsed().as_secs() < 300,
+            "the run made no progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
 }
 
 /// Over HTTPS end to end: a store gateway with the test CA's certificate, a gateway in front

@@ -428,13 +428,21 @@ pub fn sift(args: &[&str]) -> std::process::Output {
         .expect("sift runs")
 }
 
-/// Fails the test, with the command's output, unless it succeeded.
+/// Fails the test, with the command's output, unless it succeeded. The error comes first
+/// and the output's last lines after it, few: a CI log keeps a failure's first and last lines,
+/// and a run's reason is the last line of its stderr.
 pub fn check(output: &std::process::Output, what: &str) {
+    let tail = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    };
     assert!(
         output.status.success(),
-        "{what} failed: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+        "{what} failed ({}); the last lines of its stderr:\n{}\nof its stdout:\n{}",
+        output.status,
+        tail(&output.stderr),
+        tail(&output.stdout)
     );
 }
 

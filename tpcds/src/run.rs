@@ -417,6 +417,10 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 .iter()
                 .filter_map(|o| o.as_ref().err().cloned())
                 .collect();
+            if !errors.is_empty() {
+                stop_if_store_gone(&store, &tables, &format!("q{n} in {mode} mode"), &errors)
+                    .await?;
+            }
             let mut md5 = Md5::new();
             let mut per_statement_rows = Vec::new();
             for (i, text) in texts.iter().enumerate() {
@@ -1128,6 +1132,29 @@ async fn cluster_runs_a_scan(
         flag: "--scheduler",
         message: format!("{scheduler}: the cluster could not run `{sql}`: {e}"),
     })
+}
+
+/// After a failed query: an error, which ends the run, if the store no longer answers at
+/// any endpoint. Every query left would fail too, each only after its retries (a crashed
+/// radosgw turned a two-minute run into a quarter of an hour of failures).
+async fn stop_if_store_gone(
+    store: &Store,
+    tables: &[TableData],
+    failed: &str,
+    errors: &[String],
+) -> Result<()> {
+    let Some((key, _)) = tables.first().and_then(|t| t.objects.first()) else {
+        return Ok(());
+    };
+    if store.answers(key).await {
+        return Ok(());
+    }
+    let endpoints: Vec<&str> = store.endpoints().iter().map(|e| e.url.as_str()).collect();
+    Err(Error::Invalid(format!(
+        "{failed} failed and the store no longer answers at {}; the run stops there: {}",
+        endpoints.join(", "),
+        errors.join("; ")
+    )))
 }
 
 /// The keys and sizes under `prefix`, listed at the first endpoint that answers.

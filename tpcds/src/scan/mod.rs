@@ -289,4 +289,21 @@ impl Store {
     pub fn scanned(&self) -> u64 {
         self.scanned.load(Ordering::Relaxed)
     }
+
+    /// Whether any endpoint still answers, asked with one HEAD of `key` each: any answer
+    /// counts, even a refusal or SlowDown; a connection refused, dropped or timed out does
+    /// not. A run asks after a query failed, so that a store that went away (a crashed
+    /// gateway, a dead link) stops the run there instead of failing every query left, each
+    /// only after its retries.
+    pub async fn answers(&self, key: &str) -> bool {
+        use aws_sdk_s3::error::SdkError;
+        for endpoint in &self.endpoints {
+            let head = endpoint.client.head_object().bucket(&self.bucket).key(key);
+            match head.send().await {
+                Ok(_) | Err(SdkError::ServiceError(_) | SdkError::ResponseError(_)) => return true,
+                Err(_) => {}
+            }
+        }
+        false
+    }
 }

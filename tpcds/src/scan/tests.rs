@@ -186,6 +186,17 @@ async fn a_request_that_fails_everywhere_names_the_endpoints_tried() {
     );
 }
 
+/// A store answers while one endpoint answers anything, a refusal included; with every
+/// endpoint refusing connections it does not.
+#[tokio::test]
+async fn a_store_answers_while_one_endpoint_answers_anything() {
+    let refusal = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n".to_vec();
+    let alive = store_at(vec![dead_endpoint().await, server_answering(refusal).await]).await;
+    assert!(alive.answers("t/part-00001.dat").await);
+    let gone = store_at(vec![dead_endpoint().await, dead_endpoint().await]).await;
+    assert!(!gone.answers("t/part-00001.dat").await);
+}
+
 /// A request the store refuses for good (not busy, not cut short) is not sent again.
 #[tokio::test]
 async fn a_refused_request_is_not_sent_again() {
