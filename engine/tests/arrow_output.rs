@@ -369,3 +369,108 @@ fn parquet_values_cast_to_typed_columns() {
     let (_, batches) = arrow_run(sql, InputFormat::Parquet, &file, 1).expect("parquet");
     assert_same_rows(sql, &batches, &json_run(sql, InputFormat::Parquet, &file));
 }
+
+/// A Parquet file of `rows` rows in row groups of 1,000: `id` Int32, `price`
+/// DECIMAL(7,2) with NULLs, `day` Date32, `name` text with NULLs.
+fn typed_parquet(rows: i32) -> Vec<u8> {
+    use arrow_array::{Date32Array, Decimal128Array, Int32Array};
+    let ids = Int32Array::from_iter_values(0..rows);
+    let prices = Decimal128Array::from_iter(
+        (0..rows).map(|i| (i % 7 != 0).then_some(i as i128 * 13 % 5_000)),
+    )
+    .with_precision_and_scale(7, 2)
+    .expect("DECIMAL(7,2)");
+    let days = Date32Array::from_iter_values((0..rows).map(|i| 11_000 + i % 400));
+    let names = StringArray::from_iter((0..rows).map(|i| (i % 5 != 0).then(|| format!("n{i}"))));
+    let batch = RecordBatch::try_from_iter([
+        ("id", Arc::new(ids) as ArrayRef),
+        ("price", Arc::new(prices) as ArrayRef),
+        ("day", Arc::new(days) as ArrayRef),
+        ("name", Arc::new(names) as ArrayRef),
+    ])
+    .expect("batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1_000))
+        .build();
+    let mut file = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).expect("writer");
+    w.write(&batch).expect("write");
+    w.close().expect("close");
+    file
+}
+
+/// All batches of a run as one.
+fn joined(schema: &Arc<Schema>, batches: &[RecordBatch]) -> RecordBatch {
+    arrow_select::concat::concat_batches(schema, batches).expect("one schema")
+}
+
+/// Plain Parquet column names in Arrow output have the file's types (INT widened to Int64,
+/// dates as timestamps): written from the decoder's columns (a filter evaluated over whole
+/// columns, nothing left for the rows), they equal the row path's answer to the same filter
+/// hidden in a CASE, and the JSON output's values.
+#[test]
+fn parquet_columns_keep_their_file_types_on_either_path() {
+    let file = typed_parquet(5_000);
+    for (filter, limit) in [
+        ("s.price > 10.00", ""),
+        ("s.price BETWEEN 5 AND 20 OR s.name LIKE 'n1%'", ""),
+        ("s.price > 10.00", " LIMIT 1234"),
+        ("s.id < 0", ""),
+    ] {
+        let columns = "SELECT s.id, s.price, S3Object.name FROM S3Object s";
+        let direct = format!("{columns} WHERE {filter}{limit}");
+        let hidden = format!("{columns} WHERE CASE WHEN {filter} THEN true ELSE false END{limit}");
+        let (schema, batches) = arrow_run(&direct, InputFormat::Parquet, &file, 1).expect(&direct);
+        let types: Vec<&DataType> = schema.fields().iter().map(|f| f.data_type()).collect();
+        assert_eq!(
+            types,
+            [
+                &DataType::Int64,
+                &DataType::Decimal128(7, 2),
+                &DataType::Utf8
+            ],
+            "{direct}"
+        );
+        let (_, row_path) = arrow_run(&hidden, InputFormat::Parquet, &file, 2).expect(&hidden);
+        assert_eq!(
+            joined(&schema, &batches),
+            joined(&schema, &row_path),
+            "{direct}"
+        );
+        assert_same_rows(
+            &direct,
+            &batches,
+            &json_run(&direct, InputFormat::Parquet, &file),
+        );
+    }
+    let sql = "SELECT s.day FROM S3Object s WHERE s.id = 3";
+    let (schema, batches) = arrow_run(sql, InputFormat::Parquet, &file, 1).expect(sql);
+    assert_eq!(
+        schema.field(0).data_type(),
+        &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+    );
+    let day = batches[0]
+        .column(0)
+        .as_primitive::<TimestampNanosecondType>()
+        .value(0);
+    assert_eq!(
+        day,
+        11_003 * 86_400 * 1_000_000_000,
+        "midnight UTC of day 11,003"
+    );
+}
+
+/// A Parquet column the file lacks, or one holding nested values, has no fixed type: the
+/// select fails before its first row, with the column named.
+#[test]
+fn a_parquet_column_without_a_type_is_refused() {
+    let file = typed_parquet(10);
+    for (sql, named) in [
+        ("SELECT s.id, s.nothing FROM S3Object s", "nothing"),
+        ("SELECT s.id.x FROM S3Object s", "any type"),
+    ] {
+        let e = arrow_run(sql, InputFormat::Parquet, &file, 1).expect_err(sql);
+        assert_eq!(e.code, ErrorCode::UnsupportedSqlStructure, "{sql}: {e}");
+        assert!(e.message.contains(named), "{sql}: {e}");
+    }
+}

@@ -27,7 +27,7 @@ pub(crate) fn rows(
             matches!(plan.output, Output::Exprs(_))
                 && w.chunk_is_clean(chunk, &scanner.format().record)
         }
-        Writer::Arrow(_) => false,
+        Writer::Arrow(_) | Writer::ArrowOfFile => false,
     };
     scanner.scan(chunk, |rec: &mut Record<'_>| {
         let row = Row {

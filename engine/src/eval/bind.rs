@@ -101,6 +101,37 @@ struct Binder<'q> {
     in_aggregate: bool,
 }
 
+/// The top-level key a column reference names in a row of JSON or Parquet input read
+/// `FROM S3Object` (a Parquet column), as the binder resolves it: `None` for the row
+/// itself, a nested path, or any reference under a FROM path.
+pub(crate) fn top_level_key(
+    query: &Query,
+    dialect: Dialect,
+    c: &ColumnRef,
+) -> Option<(Box<str>, bool)> {
+    if !query.from.path.is_empty() {
+        return None;
+    }
+    let mut b = Binder {
+        dialect,
+        header: None,
+        json: true,
+        alias: query.from.alias.as_ref(),
+        implicit_alias: None,
+        items: &[],
+        expanding: Vec::new(),
+        aggs: Vec::new(),
+        in_aggregate: false,
+    };
+    match b.json_column(c).ok()? {
+        CExpr::Path { steps } => match steps.as_ref() {
+            [Step::Key { name, exact }] => Some((name.clone(), *exact)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Binds `query` to an input whose names are `columns`.
 pub fn bind(query: &Query, dialect: Dialect, columns: Columns<'_>) -> Result<Plan> {
     let (header, json) = match columns {

@@ -6,7 +6,10 @@
 //! chunk's partial aggregates, and reports progress; [`finish`] writes an aggregate query's
 //! one row at the end.
 
+use arrow_array::RecordBatch;
+
 use crate::csv::Flow;
+use crate::err;
 use crate::error::Result;
 use crate::eval::agg::AggState;
 use crate::eval::bind::Plan;
@@ -21,6 +24,9 @@ pub(crate) struct ChunkOut {
     pub(crate) bytes: Vec<u8>,
     /// Arrow output: the rows, column by column (made at the chunk's first row).
     pub(crate) columns: Option<Columns>,
+    /// Arrow output made of input columns as they are (a Parquet select's plain names),
+    /// after the rows in `columns`.
+    pub(crate) batches: Vec<RecordBatch>,
     pub(crate) rows: u64,
     /// Rows output by earlier chunks (set by the driver), for LIMIT.
     pub(crate) rows_before: u64,
@@ -34,6 +40,7 @@ impl ChunkOut {
         let mut o = ChunkOut {
             bytes: Vec::new(),
             columns: None,
+            batches: Vec::new(),
             rows: 0,
             rows_before: 0,
             row_ends: Vec::new(),
@@ -69,6 +76,7 @@ impl ChunkOut {
     pub(crate) fn reset(&mut self, plan: &Plan, rows_before: u64) {
         self.bytes.clear();
         self.columns = None;
+        self.batches.clear();
         self.rows = 0;
         self.rows_before = rows_before;
         self.row_ends.clear();
@@ -99,6 +107,7 @@ impl<'s> Emitter<'s> {
         let arrow = match ctx.writer {
             Writer::Arrow(a) => Some(ArrowStream::new(a.schema(plan), a.options())?),
             Writer::Text(_) => None,
+            Writer::ArrowOfFile => return Err(crate::output::not_made()),
         };
         Ok(Emitter {
             limit: if plan.is_aggregate() {
@@ -157,6 +166,19 @@ impl<'s> Emitter<'s> {
         };
         if let Some(mut columns) = out.columns.take() {
             let batch = columns.finish(stream.schema())?;
+            out.batches.insert(0, batch);
+        }
+        // One IPC batch per chunk: a Parquet row group's rows come in many small batches.
+        let batch = match out.batches.len() {
+            0 => None,
+            1 => out.batches.pop(),
+            _ => Some(
+                arrow_select::concat::concat_batches(stream.schema(), &out.batches)
+                    .map_err(|e| err!(InternalError, "joining Arrow result batches: {e}"))?,
+            ),
+        };
+        out.batches.clear();
+        if let Some(batch) = batch {
             let keep = usize::try_from(keep).unwrap_or(usize::MAX);
             stream.write(&batch.slice(0, keep.min(batch.num_rows())))?;
         }

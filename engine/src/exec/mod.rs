@@ -27,7 +27,7 @@ mod text;
 
 use crate::err;
 use crate::error::Result;
-use crate::output::Writer;
+use crate::output::{InputTypes, Writer};
 use crate::request::{Compression, JsonType, SelectRequest};
 use crate::source::ObjectSource;
 use crate::sql::ast::Query;
@@ -98,12 +98,13 @@ impl Select {
                 request.input.compression
             ));
         }
-        let writer = Writer::new(
-            &request.output,
-            request.dialect,
-            &query,
-            !input.rows_are_values(),
-        )?;
+        let types = match input {
+            Input::Csv(_) => Some(InputTypes::Text),
+            Input::Json(_) => Some(InputTypes::Untyped),
+            // Known once the footer is read (`parquet::select`).
+            Input::Parquet => None,
+        };
+        let writer = Writer::new(&request.output, request.dialect, &query, types)?;
         if let Some(r) = &request.scan_range {
             if input == Input::Json(JsonType::Document) {
                 return Err(err!(

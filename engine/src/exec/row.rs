@@ -103,6 +103,7 @@ pub(crate) fn write_row(
             let columns = out.columns.get_or_insert_with(|| a.columns());
             return a.append_row(ctx.plan, row, columns);
         }
+        Writer::ArrowOfFile => return Err(crate::output::not_made()),
     };
     let out = &mut out.bytes;
     let row_start = out.len();

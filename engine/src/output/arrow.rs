@@ -6,13 +6,15 @@
 //! end-of-stream marker. Pieces of it may be cut anywhere (the gateway cuts Records events
 //! by size): the stream is the concatenation of everything written.
 //!
-//! Each column's type is fixed by the SQL before any byte is read ([`ArrowOutput::new`]): a
-//! CSV field is text, a CAST is its target type, Trino's `CASE f WHEN '' THEN NULL ELSE
-//! CAST(f AS t) END` is `t`, a comparison is a boolean, COUNT is an integer ([`col_type`]).
-//! What has no fixed type is refused with UnsupportedSqlStructure (400) before the scan: a
-//! JSON or Parquet value not cast (its type is whatever each value holds), `SELECT *` (its
-//! width is each record's), `CAST(x AS DECIMAL)` without a scale (it keeps each value's
-//! own), arithmetic over text or decimals, a CASE whose branches differ.
+//! Each column's type is fixed by the SQL and the input before any row is read
+//! ([`ArrowOutput::new`]): a CSV field is text, a Parquet column has its file's type (the
+//! second table; known once the footer is read), a CAST is its target type, Trino's
+//! `CASE f WHEN '' THEN NULL ELSE CAST(f AS t) END` is `t`, a comparison is a boolean, COUNT
+//! is an integer ([`col_type`]). What has no fixed type is refused with
+//! UnsupportedSqlStructure (400) before the first row: a JSON value not cast (its type is
+//! whatever each value holds), a Parquet column the file lacks, `SELECT *` (its width is
+//! each record's), `CAST(x AS DECIMAL)` without a scale (it keeps each value's own),
+//! arithmetic over text or decimals, a CASE whose branches differ.
 //!
 //! | SQL type | Arrow type |
 //! |---|---|
@@ -22,6 +24,16 @@
 //! | DECIMAL(p,s), DECIMAL(p) | Decimal128(p, s), Decimal128(p, 0) |
 //! | STRING, a CSV field | Utf8 |
 //! | TIMESTAMP | Timestamp(Nanosecond, "UTC"): the instant; its written offset is dropped |
+//!
+//! | Parquet column (Arrow type in the file) | SQL type |
+//! |---|---|
+//! | Boolean | BOOL |
+//! | Int8–Int64, UInt8–UInt32 | INT |
+//! | Float16–Float64 | FLOAT |
+//! | Decimal32–Decimal128(p, s) | DECIMAL(p, s) |
+//! | Utf8, LargeUtf8, Utf8View | STRING |
+//! | Date32, Date64, Timestamp | TIMESTAMP (a date at midnight UTC) |
+//! | Dictionary of one of these | the values' type |
 //!
 //! Rows are appended value by value into one chunk's builders ([`Columns`]), never formatted
 //! as text. A value that does not fit its column at run time — an INT SUM that overflowed
@@ -42,11 +54,15 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::err;
 use crate::error::{Result, SelectError};
-use crate::eval::bind::{Output, Plan};
+use crate::eval::bind::{top_level_key, Output, Plan};
 use crate::eval::coerce::display_for_error;
 use crate::eval::expr::{field_text, CExpr, Row};
+use crate::json::path::key_matches;
 use crate::request::ArrowOptions;
-use crate::sql::ast::{AggFunc, BinaryOp, CastType, Expr, Literal, Projection, Query, UnaryOp};
+use crate::sql::ast::{
+    AggFunc, BinaryOp, CastType, ColumnRef, Expr, Literal, Projection, Query, UnaryOp,
+};
+use crate::sql::Dialect;
 use crate::value::numeric::{parse_i64, parse_scaled_i64};
 use crate::value::{Decimal, Value};
 
@@ -82,14 +98,90 @@ pub(crate) struct ArrowOutput {
     options: ArrowOptions,
 }
 
+/// What the input says of a column's type.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum InputTypes<'a> {
+    /// CSV: a field is text, whatever it holds.
+    Text,
+    /// JSON: a value may have any type.
+    Untyped,
+    /// Parquet: a top-level column has its type in the file's schema.
+    File(&'a Schema),
+}
+
+/// Types column references: the input's types, and the query (its alias) and dialect that
+/// say which column a reference names.
+struct Typing<'a> {
+    input: InputTypes<'a>,
+    query: &'a Query,
+    dialect: Dialect,
+}
+
+impl Typing<'_> {
+    fn column(&self, c: &ColumnRef) -> Result<ColType> {
+        let any = || no_fixed_type(format!("the value at {} may have any type", c.pos));
+        let schema = match self.input {
+            InputTypes::Text if c.path.is_empty() => return Ok(ColType::Str),
+            InputTypes::Text | InputTypes::Untyped => return Err(any()),
+            InputTypes::File(schema) => schema,
+        };
+        let (name, exact) = top_level_key(self.query, self.dialect, c).ok_or_else(any)?;
+        let field = schema
+            .fields()
+            .iter()
+            .find(|f| key_matches(f.name().as_bytes(), name.as_bytes(), exact))
+            .ok_or_else(|| {
+                no_fixed_type(format!("the column {name} at {} is not in the file", c.pos))
+            })?;
+        file_type(field.data_type()).ok_or_else(|| {
+            no_fixed_type(format!(
+                "the column {name} at {} is {} in the file",
+                c.pos,
+                field.data_type()
+            ))
+        })
+    }
+}
+
+/// The SQL type of a Parquet column of Arrow type `t` (the module's second table), as
+/// `parquet::rows` reads its values; `None` for one it reads as nested or other values.
+pub(crate) fn file_type(t: &DataType) -> Option<ColType> {
+    Some(match t {
+        DataType::Boolean => ColType::Bool,
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32 => ColType::Int,
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => ColType::Float,
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => {
+            ColType::Decimal {
+                precision: *p,
+                scale: u8::try_from(*s).ok().filter(|s| s <= p)?,
+            }
+        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => ColType::Str,
+        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) => ColType::Timestamp,
+        DataType::Dictionary(_, values) => return file_type(values),
+        _ => return None,
+    })
+}
+
 impl ArrowOutput {
     /// The result's column types, or UnsupportedSqlStructure when one has none fixed.
-    /// `text_fields`: the input is CSV, whose fields are text whatever they hold.
     pub(crate) fn new(
         query: &Query,
-        text_fields: bool,
+        dialect: Dialect,
+        input: InputTypes<'_>,
         options: ArrowOptions,
     ) -> Result<ArrowOutput> {
+        let typing = Typing {
+            input,
+            query,
+            dialect,
+        };
         let Projection::Items(items) = &query.projection else {
             return Err(err!(
                 UnsupportedSqlStructure,
@@ -101,7 +193,7 @@ impl ArrowOutput {
             .iter()
             .enumerate()
             .map(|(i, item)| {
-                col_type(&item.expr, text_fields)?.ok_or_else(|| {
+                col_type(&item.expr, &typing)?.ok_or_else(|| {
                     no_fixed_type(format!("column {} is a NULL or MISSING literal", i + 1))
                 })
             })
@@ -174,9 +266,9 @@ fn no_fixed_type(why: String) -> SelectError {
 }
 
 /// The type every value of `e` has, whatever the row; `None` for a NULL or MISSING literal
-/// (which fits any column). `text_fields`: a column reference is a CSV field (text).
-pub(crate) fn col_type(e: &Expr, text_fields: bool) -> Result<Option<ColType>> {
-    let ty = |e: &Expr| col_type(e, text_fields);
+/// (which fits any column).
+fn col_type(e: &Expr, typing: &Typing<'_>) -> Result<Option<ColType>> {
+    let ty = |e: &Expr| col_type(e, typing);
     Ok(Some(match e {
         Expr::Literal(l) => match l {
             Literal::Null | Literal::Missing => return Ok(None),
@@ -194,13 +286,7 @@ pub(crate) fn col_type(e: &Expr, text_fields: bool) -> Result<Option<ColType>> {
                 }
             }
         },
-        Expr::Column(c) if text_fields && c.path.is_empty() => ColType::Str,
-        Expr::Column(c) => {
-            return Err(no_fixed_type(format!(
-                "the value at {} may have any type",
-                c.pos
-            )))
-        }
+        Expr::Column(c) => typing.column(c)?,
         Expr::Unary {
             op: UnaryOp::Not, ..
         } => ColType::Bool,
@@ -248,7 +334,7 @@ pub(crate) fn col_type(e: &Expr, text_fields: bool) -> Result<Option<ColType>> {
                 .iter()
                 .map(|(_, then)| then)
                 .chain(else_expr.as_deref());
-            return common_type(results, text_fields, "the branches of a CASE");
+            return common_type(results, typing, "the branches of a CASE");
         }
         Expr::Cast { to, pos, .. } => cast_type(*to, *pos)?,
         Expr::Extract { .. } | Expr::DateDiff { .. } => ColType::Int,
@@ -259,7 +345,7 @@ pub(crate) fn col_type(e: &Expr, text_fields: bool) -> Result<Option<ColType>> {
             "LOWER" | "UPPER" | "SUBSTRING" | "TO_STRING" => ColType::Str,
             "TO_TIMESTAMP" | "UTCNOW" => ColType::Timestamp,
             "FLOAT" => ColType::Float,
-            "COALESCE" => return common_type(args.iter(), text_fields, "COALESCE's arguments"),
+            "COALESCE" => return common_type(args.iter(), typing, "COALESCE's arguments"),
             "NULLIF" => match args.first() {
                 Some(a) => return ty(a),
                 None => return Ok(None),
@@ -298,12 +384,12 @@ pub(crate) fn col_type(e: &Expr, text_fields: bool) -> Result<Option<ColType>> {
 /// The one type of several expressions, NULL literals aside.
 fn common_type<'e>(
     exprs: impl Iterator<Item = &'e Expr>,
-    text_fields: bool,
+    typing: &Typing<'_>,
     what: &str,
 ) -> Result<Option<ColType>> {
     let mut common = None;
     for e in exprs {
-        match (common, col_type(e, text_fields)?) {
+        match (common, col_type(e, typing)?) {
             (_, None) => {}
             (None, t) => common = t,
             (Some(a), Some(b)) if a == b => {}
@@ -583,9 +669,69 @@ mod tests {
     use super::*;
     use arrow_array::Array;
 
+    fn types_over(sql: &str, input: InputTypes<'_>) -> Result<Vec<ColType>> {
+        let q = crate::sql::parse(sql, Dialect::Aws)?;
+        ArrowOutput::new(&q, Dialect::Aws, input, ArrowOptions::default()).map(|a| a.types)
+    }
+
+    /// The types over CSV (`text_fields`) or JSON input.
     fn types(sql: &str, text_fields: bool) -> Result<Vec<ColType>> {
-        let q = crate::sql::parse(sql, crate::sql::Dialect::Aws)?;
-        ArrowOutput::new(&q, text_fields, ArrowOptions::default()).map(|a| a.types)
+        let input = match text_fields {
+            true => InputTypes::Text,
+            false => InputTypes::Untyped,
+        };
+        types_over(sql, input)
+    }
+
+    #[test]
+    fn a_parquet_column_has_its_file_type() {
+        let schema = Schema::new(vec![
+            Field::new("id", DataType::Int32, true),
+            Field::new("Price", DataType::Decimal128(7, 2), true),
+            Field::new("day", DataType::Date32, true),
+            Field::new(
+                "name",
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                true,
+            ),
+            Field::new("tags", DataType::new_list(DataType::Utf8, true), true),
+        ]);
+        let file = InputTypes::File(&schema);
+        let t = types_over(
+            "SELECT s.id, price, S3Object.day, s.name, SUM(s.price), s.id + 1 FROM S3Object s",
+            file,
+        );
+        let price = ColType::Decimal {
+            precision: 7,
+            scale: 2,
+        };
+        let sum = ColType::Decimal {
+            precision: 38,
+            scale: 2,
+        };
+        assert_eq!(
+            t.expect("fixed"),
+            [
+                ColType::Int,
+                price,
+                ColType::Timestamp,
+                ColType::Str,
+                sum,
+                ColType::Int
+            ]
+        );
+        for sql in [
+            // Not in the file, a quoted name of another case, a nested value, a path into
+            // one, a FROM path.
+            "SELECT s.missing FROM S3Object s",
+            "SELECT s.\"price\" FROM S3Object s",
+            "SELECT s.tags FROM S3Object s",
+            "SELECT s.id.x FROM S3Object s",
+            "SELECT s.id FROM S3Object[*].x s",
+        ] {
+            let e = types_over(sql, file).expect_err(sql);
+            assert_eq!(e.code, crate::ErrorCode::UnsupportedSqlStructure, "{sql}");
+        }
     }
 
     #[test]

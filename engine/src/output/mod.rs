@@ -3,6 +3,8 @@
 
 pub(crate) mod arrow;
 
+pub(crate) use arrow::InputTypes;
+
 use crate::error::Result;
 use crate::eval::coerce::to_text;
 use crate::json::{write_node, Node};
@@ -21,20 +23,27 @@ pub(crate) enum Writer {
     /// Arrow columns, a value at a time into the chunk's builders, encoded as IPC by the
     /// emitter.
     Arrow(arrow::ArrowOutput),
+    /// Arrow output over Parquet input, whose column types are the file's: the Parquet
+    /// select makes it [`Writer::Arrow`] once it has read the footer ([`Writer::new`] with
+    /// [`InputTypes::File`]). Nothing writes with it.
+    ArrowOfFile,
 }
 
 impl Writer {
-    /// The writer `output` asks for. `text_fields`: the input is CSV (see
-    /// [`arrow::ArrowOutput::new`]).
+    /// The writer `output` asks for, over an input whose columns have `input`'s types;
+    /// `None` for Arrow output over Parquet input before its schema is known.
     pub(crate) fn new(
         output: &OutputSerialization,
         dialect: Dialect,
         query: &Query,
-        text_fields: bool,
+        input: Option<InputTypes<'_>>,
     ) -> Result<Writer> {
         let text = match (output, dialect) {
             (OutputSerialization::Arrow(options), _) => {
-                let output = arrow::ArrowOutput::new(query, text_fields, *options)?;
+                let Some(input) = input else {
+                    return Ok(Writer::ArrowOfFile);
+                };
+                let output = arrow::ArrowOutput::new(query, dialect, input, *options)?;
                 return Ok(Writer::Arrow(output));
             }
             // Ceph RGW writes CSV whatever the OutputSerialization asks (a count over JSON
@@ -50,6 +59,15 @@ impl Writer {
             Dialect::Aws => text,
         }))
     }
+}
+
+/// The error of writing with [`Writer::ArrowOfFile`], which a Parquet select replaces
+/// before any row.
+pub(crate) fn not_made() -> crate::error::SelectError {
+    crate::err!(
+        InternalError,
+        "Arrow output over Parquet was not given the file's column types"
+    )
 }
 
 /// Writes rows into an output buffer.

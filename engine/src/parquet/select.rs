@@ -3,14 +3,23 @@
 //! row, as a value, through the bound query. A filter of the shapes [`ColumnFilter`]
 //! compiles is evaluated over whole columns by the decoder instead, so that only the rows
 //! it keeps are decoded and made values, and those go through the query without it. Rows
-//! that then need no evaluation at all (the SELECT list is `*` or plain column names, text
-//! output) are written from the batch's columns ([`Direct`]) without being made objects.
+//! that then need no evaluation at all (the SELECT list is `*` or plain column names) are
+//! written from the batch's columns ([`Direct`]) without being made objects: as text field
+//! by field, or as Arrow output the columns themselves, cast to their output types.
+//!
+//! Arrow output's column types are the file's (`output::arrow`), so its writer is made here,
+//! once the footer is read.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
+use arrow_array::{make_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::{ArrowError, DataType, SchemaRef};
 use parquet::arrow::ProjectionMask;
 
 use crate::csv::Flow;
+use crate::err;
 use crate::error::Result;
 use crate::eval::bind::{bind, Columns, Output, Plan};
 use crate::eval::expr::CExpr;
@@ -19,7 +28,7 @@ use crate::exec::row::{check_row_size, take_value, RowCtx, RowScratch};
 use crate::exec::{Select, Sink, Stats};
 use crate::json::path::{key_matches, Step};
 use crate::json::Node;
-use crate::output::{RowWriter, Writer};
+use crate::output::{InputTypes, RowWriter, Writer};
 use crate::parquet::filter::ColumnFilter;
 use crate::parquet::prune::RowGroupStats;
 use crate::parquet::rows::{BatchRows, Column};
@@ -35,6 +44,16 @@ pub(crate) fn run(
 ) -> Result<Stats> {
     let plan = bind(&select.query, select.request.dialect, Columns::Json)?;
     let file = ParquetFile::open(source)?;
+    let of_file;
+    let writer = match &select.writer {
+        Writer::ArrowOfFile => {
+            let types = Some(InputTypes::File(file.schema()));
+            let request = &select.request;
+            of_file = Writer::new(&request.output, request.dialect, &select.query, types)?;
+            &of_file
+        }
+        writer => writer,
+    };
     let filter = match (&plan.filter, plan.rows.is_empty()) {
         (Some(f), true) => ColumnFilter::compile(f, file.schema()),
         _ => None,
@@ -46,7 +65,7 @@ pub(crate) fn run(
     };
     let ctx = RowCtx {
         plan: &row_plan,
-        writer: &select.writer,
+        writer,
         header: &[],
         input: &select.input,
     };
@@ -123,12 +142,19 @@ fn rows(
         (None, true) => row_cap.map(|c| usize::try_from(c).unwrap_or(usize::MAX)),
         _ => None,
     };
-    let direct = Direct::of(ctx);
+    let direct = Direct::of(plan);
+    let arrow_schema = match ctx.writer {
+        Writer::Arrow(a) => Some(a.schema(plan)),
+        _ => None,
+    };
     let mut scratch = RowScratch::default();
     file.read_row_group(group, mask, filter, decode_limit, |batch| {
+        if let (Some(Direct::Names(names)), Some(schema)) = (&direct, &arrow_schema) {
+            return arrow_direct(names, schema, batch, out, row_cap);
+        }
         let rows = BatchRows::new(batch)?;
         let columns = rows.columns();
-        if let Some((writer, direct)) = &direct {
+        if let (Some(direct), Writer::Text(writer)) = (&direct, ctx.writer) {
             return direct.write(writer, ctx, &columns, rows.len(), out, row_cap);
         }
         let mut members = Vec::new();
@@ -148,9 +174,90 @@ fn rows(
     })
 }
 
+/// Writes rows of `batch` as Arrow output of `schema`: each output column is the batch
+/// column its name picks (as [`Direct::write`] finds it), cast to the output's type (an
+/// INT column of Int32 values widens, a date becomes its midnight) — never made values.
+/// False once LIMIT's row is taken.
+fn arrow_direct(
+    names: &[(&str, bool)],
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+    out: &mut ChunkOut,
+    row_cap: Option<u64>,
+) -> Result<bool> {
+    let mut rows = batch.num_rows();
+    let mut more = true;
+    if let Some(cap) = row_cap {
+        let left = usize::try_from(cap.saturating_sub(out.rows)).unwrap_or(usize::MAX);
+        if rows >= left {
+            (rows, more) = (left, false);
+        }
+    }
+    let fields = batch.schema_ref().fields();
+    let columns = names
+        .iter()
+        .zip(schema.fields())
+        .map(|((name, exact), output)| {
+            let i = fields
+                .iter()
+                .position(|f| key_matches(f.name().as_bytes(), name.as_bytes(), *exact))
+                .ok_or_else(|| err!(InternalError, "the typed column {name} was not read"))?;
+            let column = batch.column(i).slice(0, rows);
+            output_column(&column, output.data_type()).map_err(|e| {
+                err!(
+                    CastFailed,
+                    "column {name} does not fit its Arrow output type {}: {e}",
+                    output.data_type()
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    let taken = RecordBatch::try_new_with_options(Arc::clone(schema), columns, &options)
+        .map_err(|e| err!(InternalError, "an Arrow result batch: {e}"))?;
+    out.batches.push(taken);
+    out.rows += rows as u64;
+    Ok(more)
+}
+
+/// `column` cast to the output type `to`. A timestamp output column is Timestamp(ns, "UTC"):
+/// a zoned timestamp's stored values are UTC instants already and a local one's are taken
+/// as UTC (as the row path takes them), so the zone is renamed, never converted (which
+/// would need a time-zone database).
+fn output_column(column: &ArrayRef, to: &DataType) -> Result<ArrayRef, ArrowError> {
+    let DataType::Timestamp(unit, Some(zone)) = to else {
+        return cast_with_options(column, to, &EXACT);
+    };
+    let column = match column.data_type() {
+        DataType::Dictionary(_, values) => cast_with_options(column, values, &EXACT)?,
+        _ => Arc::clone(column),
+    };
+    let local = match column.data_type() {
+        DataType::Timestamp(unit, Some(_)) => {
+            let data = column.to_data().into_builder();
+            make_array(data.data_type(DataType::Timestamp(*unit, None)).build()?)
+        }
+        _ => column,
+    };
+    let local = cast_with_options(&local, &DataType::Timestamp(*unit, None), &EXACT)?;
+    let data = local.to_data().into_builder();
+    Ok(make_array(
+        data.data_type(DataType::Timestamp(*unit, Some(Arc::clone(zone))))
+            .build()?,
+    ))
+}
+
+/// Casts that fail on a value the output type cannot hold (a timestamp outside what
+/// nanoseconds reach), as the row path's builders do, rather than make it NULL.
+const EXACT: CastOptions<'static> = CastOptions {
+    safe: false,
+    format_options: arrow_cast::display::FormatOptions::new(),
+};
+
 /// Output rows that are a batch's columns as they are: `SELECT *`, or plain top-level names,
-/// in text output, with no filter or aggregate left to evaluate and no FROM path. Each
-/// field is written as the row path writes the member it would find ([`write_row`]).
+/// with no filter or aggregate left to evaluate and no FROM path. In text output each field
+/// is written as the row path writes the member it would find ([`write_row`]); in Arrow
+/// output (plain names only) the columns are the output ([`arrow_direct`]).
 ///
 /// [`write_row`]: crate::exec::row::write_row
 enum Direct<'p> {
@@ -160,11 +267,7 @@ enum Direct<'p> {
 }
 
 impl<'p> Direct<'p> {
-    fn of<'c>(ctx: &'c RowCtx<'p>) -> Option<(&'c RowWriter, Direct<'p>)> {
-        let plan = ctx.plan;
-        let Writer::Text(writer) = ctx.writer else {
-            return None;
-        };
+    fn of(plan: &'p Plan) -> Option<Direct<'p>> {
         if plan.filter.is_some() || plan.is_aggregate() || !plan.rows.is_empty() {
             return None;
         }
@@ -183,7 +286,7 @@ impl<'p> Direct<'p> {
                     .collect::<Option<_>>()?,
             ),
         };
-        Some((writer, direct))
+        Some(direct)
     }
 
     /// Writes rows `0..len` of `columns`; false once LIMIT's row is written.
