@@ -344,6 +344,12 @@ fn parquet_tables_give_the_csv_results_in_every_mode() {
         out
     };
     let parquet = run_dir("parquet", "all");
+    // The gateway answers Parquet scans in Arrow too: their rows below are those answers.
+    let summary = json(&parquet.join("summary.json"));
+    assert_eq!(
+        summary["select_behaviour"]["arrow_results"], true,
+        "{summary}"
+    );
     let csv = run_dir("csv", "fetch");
     // Parquet fetched whole and decoded on the client = dsdgen text fetched and parsed.
     let from_csv = sorted_rows(&csv.join("rows/fetch"));
@@ -363,9 +369,11 @@ fn parquet_tables_give_the_csv_results_in_every_mode() {
             .map(|r| r["bytes_received"].as_u64().unwrap())
             .sum()
     };
+    // Unpaced, the answers are plain Arrow, wider than their text (an INT is 8 bytes, a
+    // DECIMAL 16): they cost less CPU, and still fewer bytes than the parts.
     let (fetch, pushdown) = (received("fetch"), received("pushdown"));
     assert!(
-        pushdown * 2 < fetch,
+        pushdown < fetch,
         "over Parquet, pushdown received {pushdown} B, fetch {fetch} B"
     );
     std::fs::remove_dir_all(&parquet).ok();

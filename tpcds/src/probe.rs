@@ -18,7 +18,8 @@
 //! * **Arrow answers.** Sift's gateway answers a select in Arrow when asked by a header
 //!   (docs/gateway.md) and says so in its response; other stores ignore the header. The
 //!   check asks once; scans ask only a store that said yes, and read each answer as its
-//!   response says it is.
+//!   response says it is. Over Parquet parts this is the only check ([`check_parquet`]):
+//!   the others are about text.
 //! * **Request size.** AWS takes expressions up to 256 KiB. Ceph RGW 18.2 reads at most 4,096
 //!   bytes of a select's request body and parses a longer one as an empty query (a syntax
 //!   error); a run-time key list of county names made q31's select too long. The check sends
@@ -105,7 +106,7 @@ pub async fn check(store: &Store, parts: &[&(String, u64)]) -> Result<SelectBeha
         };
         let empty_is_null = reads_empty_as_null(store, key, &body).await?;
         let max_expression_bytes = expression_limit(store, key).await?;
-        let arrow_results = answers_arrow(store, key).await?;
+        let arrow_results = answers_arrow(store, key, Format::Csv, FIRST_FIELD).await?;
         return Ok(SelectBehaviour {
             scan_ranges,
             empty_is_null,
@@ -131,21 +132,29 @@ async fn select(store: &Store, key: &str, range: Option<(u64, u64)>, sql: &str) 
         .body)
 }
 
-/// Whether `store` answers a select of `key` in Arrow when asked: the answer says so and is
-/// an Arrow stream of the one text column asked for.
-async fn answers_arrow(store: &Store, key: &str) -> Result<bool> {
+/// What the store's S3 Select does over Parquet parts: AWS's behaviour, and whether it
+/// answers in Arrow, checked on `part` by selecting its column `column` (as the SELECT list
+/// names it).
+pub async fn check_parquet(store: &Store, part: &str, column: &str) -> Result<SelectBehaviour> {
+    let sql = format!("SELECT {column} FROM S3Object s LIMIT 1");
+    Ok(SelectBehaviour {
+        arrow_results: answers_arrow(store, part, Format::Parquet, &sql).await?,
+        ..SelectBehaviour::AWS
+    })
+}
+
+/// The first field of one record: what the text check asks in Arrow.
+const FIRST_FIELD: &str = "SELECT s._1 FROM S3Object s LIMIT 1";
+
+/// Whether `store` answers `sql` (one column) over `key` in Arrow when asked: the answer
+/// says so and is an Arrow stream of one column.
+async fn answers_arrow(store: &Store, key: &str, format: Format, sql: &str) -> Result<bool> {
     let request = Request::Select {
         key: key.to_string(),
         range: None,
     };
-    let sql = "SELECT s._1 FROM S3Object s LIMIT 1";
     let answer = store
-        .send(
-            &request,
-            sql,
-            Format::Csv,
-            Results::arrow(store.compress_arrow),
-        )
+        .send(&request, sql, format, Results::arrow(store.compress_arrow))
         .await?;
     if !answer.arrow {
         return Ok(false);

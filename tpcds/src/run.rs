@@ -307,9 +307,20 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     .await?;
     // Over a paced link the answers' bytes are what costs; unpaced, the CPU to compress them.
     store.compress_arrow = options.link_rate.is_some();
-    if options.format == Format::Csv && options.modes.iter().any(|&m| m != Mode::Fetch) {
-        let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
-        store.behaviour = probe::check(&store, &parts).await?;
+    let pushes = options.modes.iter().any(|&m| m != Mode::Fetch);
+    if pushes && matches!(options.format, Format::Csv | Format::Parquet) {
+        store.behaviour = match options.format {
+            Format::Parquet => {
+                let table = &tables[0];
+                let (part, _) = &table.objects[0];
+                let (column, _) = table.schema.columns[0];
+                probe::check_parquet(&store, part, &format!("s.\"{column}\"")).await?
+            }
+            _ => {
+                let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
+                probe::check(&store, &parts).await?
+            }
+        };
         match options.result_format {
             ResultFormat::Auto => {}
             ResultFormat::Csv => store.behaviour.arrow_results = false,

@@ -134,17 +134,19 @@ impl ScanSource {
             .join(", ")
     }
 
-    /// The SELECT list of a scan answered in Arrow: each column read as its conditions read
-    /// it ([`pushdown::typed_field`]), so that the store fixes its type (INT as Int64,
-    /// DECIMAL(p,s), dates as timestamps, text) and the client only casts to the table's.
-    /// `None` when Arrow answers do not apply: the store does not write them, the parts are
-    /// not text, no column is needed, or a column has no typed form.
+    /// The SELECT list of a scan answered in Arrow, whose columns the store types (INT as
+    /// Int64, DECIMAL(p,s), dates as timestamps, text) and the client only casts to the
+    /// table's: over text each column read as its conditions read it
+    /// ([`pushdown::typed_field`]); over Parquet the plain names, which keep the file's
+    /// types. `None` when Arrow answers do not apply: the store does not write them, the
+    /// parts are gzip text, no column is needed, or a column has no typed form.
     fn typed_list(&self) -> Option<String> {
-        let arrow = self.table.store.behaviour.arrow_results
-            && self.table.format == Format::Csv
-            && !self.projection.is_empty();
-        if !arrow {
-            return None;
+        let arrow = self.table.store.behaviour.arrow_results && !self.projection.is_empty();
+        match self.table.format {
+            _ if !arrow => return None,
+            Format::Parquet => return Some(self.select_list()),
+            Format::CsvGzip => return None,
+            Format::Csv => {}
         }
         let schema = &self.table.schema;
         let columns = self
