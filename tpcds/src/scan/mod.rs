@@ -35,6 +35,7 @@
 //! counted by [`crate::net::Link`].
 
 mod choice;
+mod fetched_parquet;
 mod filter;
 mod request;
 mod source;

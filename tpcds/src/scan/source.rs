@@ -50,9 +50,10 @@ use futures::FutureExt;
 use crate::layout::Format;
 use crate::pushdown;
 use crate::scan::choice::Choice;
+use crate::scan::fetched_parquet::FetchedParquet;
 use crate::scan::filter::{naming, ScanFilters, Statement};
 use crate::scan::request::{Answer, Request, Results};
-use crate::scan::stream::{FetchedCsv, FetchedParquet, Keep, Requests, Selected};
+use crate::scan::stream::{FetchedCsv, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
 use crate::scan::Mode;
 

@@ -3,7 +3,8 @@
 //!
 //! - [`FetchedCsv`]: GET chunks of dsdgen text through Arrow's push-based CSV decoder,
 //!   reading the projection's columns and the filters', then filtered on the client;
-//! - [`FetchedParquet`]: whole Parquet parts, decoded with the same columns, then filtered;
+//! - `fetched_parquet::FetchedParquet` (its own module): Parquet parts' footers and needed column
+//!   chunks, decoded, then filtered;
 //! - [`Selected`]: S3 Select answers (CSV text of the projection's columns, rows already
 //!   filtered by the store), once the statement is known — in dynamic mode, only after the
 //!   joins' build sides are done.
@@ -22,8 +23,6 @@ use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::{DataFusionError, Result as DfResult};
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ProjectionMask;
 use regex::Regex;
 use sift_tpcds_data::FIELD_DELIMITER;
 
@@ -88,7 +87,7 @@ pub(super) struct Keep {
 }
 
 impl Keep {
-    fn apply(&self, batch: RecordBatch) -> DfResult<RecordBatch> {
+    pub(super) fn apply(&self, batch: RecordBatch) -> DfResult<RecordBatch> {
         match &self.filter {
             Some(filter) => filter.apply(&batch, &self.output),
             None => Ok(batch),
@@ -143,42 +142,6 @@ fn gunzip(body: &[u8]) -> DfResult<Bytes> {
         .read_to_end(&mut text)
         .map_err(|e| DataFusionError::Execution(format!("a gzip part does not inflate: {e}")))?;
     Ok(Bytes::from(text))
-}
-
-/// Fetched Parquet parts, each whole (a Parquet file is read from its footer).
-pub(super) struct FetchedParquet {
-    pub(super) requests: Requests,
-    /// The table's columns.
-    pub(super) schema: SchemaRef,
-    /// The table columns decoded.
-    pub(super) read: Vec<usize>,
-    pub(super) keep: Keep,
-}
-
-impl FetchedParquet {
-    pub(super) fn stream(self) -> DfResult<BoxStream<'static, DfResult<RecordBatch>>> {
-        let schema = Arc::new(self.schema.project(&self.read)?);
-        let (read, keep) = (self.read, self.keep);
-        Ok(self
-            .requests
-            .fetched(Format::Parquet)
-            .map(move |body| {
-                let batches = body
-                    .and_then(|b| parquet_batches(b, &read, &schema))
-                    .and_then(|batches| {
-                        batches
-                            .into_iter()
-                            .map(|b| keep.apply(b))
-                            .collect::<DfResult<Vec<_>>>()
-                    });
-                match batches {
-                    Ok(batches) => stream::iter(batches.into_iter().map(Ok)).left_stream(),
-                    Err(e) => stream::iter(vec![Err(e)]).right_stream(),
-                }
-            })
-            .flatten()
-            .boxed())
-    }
 }
 
 /// S3 Select answers.
@@ -301,44 +264,17 @@ fn arrow_batches(body: &[u8], output: &SchemaRef) -> DfResult<Vec<RecordBatch>> 
 
 /// A batch of the scan's `output` columns with `rows` rows (which a batch of no columns
 /// cannot tell by itself).
-fn batch_of(output: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> DfResult<RecordBatch> {
+pub(super) fn batch_of(
+    output: &SchemaRef,
+    columns: Vec<ArrayRef>,
+    rows: usize,
+) -> DfResult<RecordBatch> {
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(
         Arc::clone(output),
         columns,
         &options,
     )?)
-}
-
-/// A whole Parquet part as record batches of the columns `projection`, in its order.
-fn parquet_batches(
-    file: Bytes,
-    projection: &[usize],
-    output: &SchemaRef,
-) -> DfResult<Vec<RecordBatch>> {
-    let external = |e: parquet::errors::ParquetError| DataFusionError::External(Box::new(e));
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(external)?;
-    let mask = ProjectionMask::roots(builder.parquet_schema(), projection.iter().copied());
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(external)?;
-    // The reader gives the projected columns in file order; the scan's order is
-    // `projection`'s.
-    let mut in_file = projection.to_vec();
-    in_file.sort_unstable();
-    let order: Vec<usize> = projection
-        .iter()
-        .map(|p| in_file.binary_search(p).unwrap_or(0))
-        .collect();
-    let mut batches = Vec::new();
-    for batch in reader {
-        let batch = batch?;
-        let columns = order.iter().map(|&i| Arc::clone(batch.column(i))).collect();
-        batches.push(batch_of(output, columns, batch.num_rows())?);
-    }
-    Ok(batches)
 }
 
 /// Feeds response bodies through the CSV decoder, yielding a batch whenever it is full.
