@@ -449,12 +449,12 @@ pub fn print_summary(summary: &run::Summary) {
     }
     for (mode, c) in &summary.against_fetch {
         println!(
-            "{} vs fetch: geomean speedup {:.2}x, max {:.2}x ({}), bytes received -{:.1}%",
+            "{} vs fetch: geomean speedup {:.2}x, max {:.2}x ({}), bytes received {}",
             mode.name(),
             c.geomean_speedup,
             c.max_speedup,
             c.max_speedup_query,
-            c.bytes_reduction * 100.0
+            sift_tpcds::report::bytes_change(c.bytes_reduction)
         );
     }
 }

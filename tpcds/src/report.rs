@@ -284,12 +284,12 @@ fn markdown(summary: &Value, by_query: &ByQuery, modes: &[&str]) -> String {
         }
         let _ = writeln!(
             out,
-            "**{mode} vs fetch**: geometric-mean speedup {:.2}×, max {:.2}× ({}), min {:.2}×, bytes received −{:.1}%.\n",
+            "**{mode} vs fetch**: geometric-mean speedup {:.2}×, max {:.2}× ({}), min {:.2}×, bytes received {}.\n",
             c["geomean_speedup"].as_f64().unwrap_or(0.0),
             c["max_speedup"].as_f64().unwrap_or(0.0),
             c["max_speedup_query"].as_str().unwrap_or("?"),
             c["min_speedup"].as_f64().unwrap_or(0.0),
-            c["bytes_reduction"].as_f64().unwrap_or(0.0) * 100.0
+            bytes_change(c["bytes_reduction"].as_f64().unwrap_or(0.0))
         );
     }
     if let Some(auto) = modes.iter().find(|m| **m == "auto") {
@@ -541,9 +541,24 @@ impl Bars {
     }
 }
 
+/// A mode's bytes received against fetch's, from its reduction (0.9: a tenth of fetch's):
+/// `-90.0%`, or `+12.5%` for a mode that received more.
+pub fn bytes_change(reduction: f64) -> String {
+    match reduction >= 0.0 {
+        true => format!("-{:.1}%", reduction * 100.0),
+        false => format!("+{:.1}%", -reduction * 100.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mode_that_received_more_shows_a_plus() {
+        assert_eq!(bytes_change(0.9), "-90.0%");
+        assert_eq!(bytes_change(-1.534), "+153.4%");
+    }
 
     #[test]
     fn queries_are_ordered_numerically() {
