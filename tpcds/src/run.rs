@@ -311,9 +311,16 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     if pushes && matches!(options.format, Format::Csv | Format::Parquet) {
         store.behaviour = match options.format {
             Format::Parquet => {
-                let table = &tables[0];
-                let (part, _) = &table.objects[0];
-                let (column, _) = table.schema.columns[0];
+                let first = tables.first().and_then(|t| {
+                    let (part, _) = t.objects.first()?;
+                    let (column, _) = t.schema.columns.first()?;
+                    Some((part, column))
+                });
+                let Some((part, column)) = first else {
+                    return Err(Error::Invalid(
+                        "no Parquet part to check the store on".into(),
+                    ));
+                };
                 probe::check_parquet(&store, part, &format!("s.\"{column}\"")).await?
             }
             _ => {

@@ -96,10 +96,16 @@ struct PartReader {
 impl PartReader {
     /// The part `request` names (the whole object), as batches of the `read` columns.
     async fn batches(self: Arc<Self>, request: Request) -> DfResult<Vec<RecordBatch>> {
-        let Request::Get { key, end: size, .. } = request else {
-            return Err(DataFusionError::Internal(
-                "a fetched Parquet scan was given a select".into(),
-            ));
+        // A Parquet part is one request, the whole object (`TableDef`'s split size).
+        let Request::Get {
+            key,
+            start: 0,
+            end: size,
+        } = request
+        else {
+            return Err(DataFusionError::Internal(format!(
+                "a fetched Parquet scan takes whole parts, not {request:?}"
+            )));
         };
         let corrupt = |what: String| {
             DataFusionError::Execution(format!("Parquet part {key} ({size} bytes): {what}"))
