@@ -56,10 +56,19 @@ impl FetchedParquet {
             in_flight,
             metrics,
         } = self.requests;
+        // The decoder gives the projected columns in file order; the scan's order is `read`'s.
+        let mut in_file = self.read.clone();
+        in_file.sort_unstable();
+        let order = self
+            .read
+            .iter()
+            .map(|c| in_file.binary_search(c).unwrap_or(0))
+            .collect();
         let part = Arc::new(PartReader {
             store,
             metrics,
             read: self.read,
+            order,
             output,
         });
         let keep = self.keep;
@@ -89,6 +98,8 @@ struct PartReader {
     metrics: ScanMetrics,
     /// The table columns decoded, in the scan's order.
     read: Vec<usize>,
+    /// For each of them, its place among the decoded columns (which are in file order).
+    order: Vec<usize>,
     /// Their schema.
     output: SchemaRef,
 }
@@ -201,15 +212,10 @@ impl PartReader {
 
     /// A decoded batch (projected columns in file order) in the scan's column order.
     fn in_scan_order(&self, batch: &RecordBatch) -> DfResult<RecordBatch> {
-        let mut in_file = self.read.clone();
-        in_file.sort_unstable();
         let columns = self
-            .read
+            .order
             .iter()
-            .map(|c| {
-                let i = in_file.binary_search(c).unwrap_or(0);
-                Arc::clone(batch.column(i))
-            })
+            .map(|&i| Arc::clone(batch.column(i)))
             .collect();
         batch_of(&self.output, columns, batch.num_rows())
     }
