@@ -580,11 +580,11 @@ struct TableData {
     schema: &'static crate::schema::TableSchema,
     objects: Vec<(String, u64)>,
     line_bytes: f64,
-    /// Text parts: lines from across the table (auto mode predicts answers from them).
+    /// Text and Parquet parts in auto mode: the sample it predicts answers from.
     sample: Option<Arc<Sample>>,
 }
 
-/// The tables at `prefix`, with a sample of each text table's lines when `sample` (auto
+/// The tables at `prefix`, with a sample of each text or Parquet table when `sample` (auto
 /// mode predicts from it).
 async fn discover(
     store: &Store,
@@ -614,7 +614,8 @@ async fn discover(
             )));
         }
         let sample = match (format, sample) {
-            (Format::Csv, true) => Some(Arc::new(sample_table(store, &objects).await?)),
+            (Format::Csv, true) => Some(Arc::new(Sample::of_text(store, &objects).await?)),
+            (Format::Parquet, true) => Some(Arc::new(Sample::of_parquet(store, &objects).await?)),
             _ => None,
         };
         let line_bytes = match format {
@@ -653,40 +654,6 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
         .body;
     let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
     Ok(body.len() as f64 / lines as f64)
-}
-
-/// Pieces a table's sample is cut from, and the bytes of each: spread evenly over the
-/// table's bytes, so that a table written in key or date order is seen across its range.
-const SAMPLE_PIECES: u64 = 8;
-const SAMPLE_PIECE_BYTES: u64 = 16 << 10;
-
-/// Lines from [`SAMPLE_PIECES`] places of the table `objects` make (the whole table when it
-/// is smaller than the pieces).
-async fn sample_table(store: &Store, objects: &[(String, u64)]) -> Result<Sample> {
-    let total: u64 = objects.iter().map(|(_, size)| size).sum();
-    let step = (total / SAMPLE_PIECES).max(SAMPLE_PIECE_BYTES);
-    let mut pieces = Vec::new();
-    let (mut object_start, mut at) = (0u64, 0u64);
-    for (key, size) in objects {
-        let object_end = object_start + size;
-        while at < object_end {
-            let start = at - object_start;
-            let end = (start + SAMPLE_PIECE_BYTES).min(*size);
-            let request = Request::Get {
-                key: key.clone(),
-                start,
-                end,
-            };
-            let body = store
-                .send(&request, "", Format::Csv, Results::Csv)
-                .await?
-                .body;
-            pieces.push((start, body));
-            at += step;
-        }
-        object_start = object_end;
-    }
-    Ok(Sample::from_pieces(pieces))
 }
 
 /// On a cluster, the largest estimated build side of a hash join that is broadcast to its

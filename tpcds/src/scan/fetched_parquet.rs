@@ -8,6 +8,7 @@
 //!
 //! The batches are then filtered on the client ([`Keep`]), as every fetched scan's are.
 
+use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -19,13 +20,14 @@ use futures::stream::{self, BoxStream, StreamExt};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::ParquetMetaDataReader;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
 use parquet::DecodeResult;
 
 use crate::layout::Format;
 use crate::scan::request::{run_request, Request, Results};
 use crate::scan::source::ScanMetrics;
 use crate::scan::stream::{batch_of, Keep, Requests};
+use crate::scan::table::TableDef;
 use crate::scan::{Store, BATCH_ROWS};
 
 /// The bytes at a part's end read first: the footer of a TPC-DS part (a few KiB) and
@@ -36,12 +38,13 @@ const FOOTER_GUESS: u64 = 64 << 10;
 /// store reader coalesces at 1 MiB too).
 const COALESCE_GAP: u64 = 1 << 20;
 
-/// Parquet parts fetched (one `Request::Get` of the whole part each), decoded to the
-/// table columns `read`, then filtered.
+/// Parquet parts fetched, decoded to the table columns `read`, then filtered. A request is
+/// a whole part (`Request::Get` of the object, in fetch mode) or a select split whose
+/// row groups a fetch reads instead (auto mode's choice made at run time).
 pub(super) struct FetchedParquet {
     pub(super) requests: Requests,
-    /// The table's columns.
-    pub(super) schema: SchemaRef,
+    /// The table: its columns, and its parts' sizes.
+    pub(super) table: Arc<TableDef>,
     /// The table columns decoded.
     pub(super) read: Vec<usize>,
     pub(super) keep: Keep,
@@ -49,13 +52,17 @@ pub(super) struct FetchedParquet {
 
 impl FetchedParquet {
     pub(super) fn stream(self) -> DfResult<BoxStream<'static, DfResult<RecordBatch>>> {
-        let output = Arc::new(self.schema.project(&self.read)?);
+        let output = Arc::new(self.table.schema.project(&self.read)?);
         let Requests {
             list,
             store,
             in_flight,
             metrics,
         } = self.requests;
+        let parts = list
+            .into_iter()
+            .map(|request| Part::of_request(request, &self.table))
+            .collect::<DfResult<Vec<_>>>()?;
         // The decoder gives the projected columns in file order; the scan's order is `read`'s.
         let mut in_file = self.read.clone();
         in_file.sort_unstable();
@@ -72,8 +79,8 @@ impl FetchedParquet {
             output,
         });
         let keep = self.keep;
-        Ok(stream::iter(list)
-            .map(move |request| Arc::clone(&part).batches(request))
+        Ok(stream::iter(parts)
+            .map(move |p| Arc::clone(&part).batches(p))
             .buffered(in_flight)
             .map(move |batches| {
                 let batches = batches.and_then(|batches| {
@@ -105,61 +112,21 @@ struct PartReader {
 }
 
 impl PartReader {
-    /// The part `request` names (the whole object), as batches of the `read` columns.
-    async fn batches(self: Arc<Self>, request: Request) -> DfResult<Vec<RecordBatch>> {
-        // A Parquet part is one request, the whole object (`TableDef`'s split size).
-        let Request::Get {
-            key,
-            start: 0,
-            end: size,
-        } = request
-        else {
-            return Err(DataFusionError::Internal(format!(
-                "a fetched Parquet scan takes whole parts, not {request:?}"
-            )));
-        };
-        let corrupt = |what: String| {
-            DataFusionError::Execution(format!("Parquet part {key} ({size} bytes): {what}"))
-        };
-        let tail_start = size.saturating_sub(FOOTER_GUESS);
-        let mut tail = self.get(&key, tail_start..size).await?;
-        if tail.len() < 8 || &tail[tail.len() - 4..] != b"PAR1" {
-            return Err(corrupt("it does not end with Parquet's magic bytes".into()));
-        }
-        let length = &tail[tail.len() - 8..tail.len() - 4];
-        let footer = u64::from(u32::from_le_bytes([
-            length[0], length[1], length[2], length[3],
-        ])) + 8;
-        if footer + 4 > size {
-            return Err(corrupt(format!("its footer claims {footer} bytes")));
-        }
-        if footer > tail.len() as u64 {
-            let head = self.get(&key, size - footer..tail_start).await?;
-            let mut whole = BytesMut::from(&head[..]);
-            whole.extend_from_slice(&tail);
-            tail = whole.freeze();
-        }
-        let metadata = &tail[tail.len() - footer as usize..tail.len() - 8];
-        let metadata = ParquetMetaDataReader::decode_metadata(metadata).map_err(external)?;
-        let metadata = ArrowReaderMetadata::try_new(Arc::new(metadata), Default::default())
-            .map_err(external)?;
-        let mask = ProjectionMask::roots(metadata.parquet_schema(), self.read.iter().copied());
-        let mut decoder = ParquetPushDecoderBuilder::new_with_metadata(metadata)
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(external)?;
-        let mut batches = Vec::new();
-        loop {
-            match decoder.try_decode().map_err(external)? {
-                DecodeResult::NeedsData(ranges) => {
-                    let data = self.get_ranges(&key, &ranges).await?;
-                    decoder.push_ranges(ranges, data).map_err(external)?;
-                }
-                DecodeResult::Data(batch) => batches.push(self.in_scan_order(&batch)?),
-                DecodeResult::Finished => return Ok(batches),
-            }
-        }
+    /// The rows of `part`, as batches of the `read` columns.
+    async fn batches(self: Arc<Self>, part: Part) -> DfResult<Vec<RecordBatch>> {
+        let get = |range| self.get(&part.key, range);
+        let metadata = read_metadata(&part.key, part.size, get).await?;
+        let groups = part.row_groups(metadata.metadata());
+        let columns = self.read.iter().copied();
+        let mask = ProjectionMask::roots(metadata.parquet_schema(), columns);
+        let (reader, key) = (&self, &part.key);
+        let get_ranges =
+            |ranges: Vec<Range<u64>>| async move { reader.get_ranges(key, &ranges).await };
+        decode(metadata, mask, groups, get_ranges)
+            .await?
+            .iter()
+            .map(|batch| self.in_scan_order(batch))
+            .collect()
     }
 
     /// The bytes of `ranges` of `key`, read in coalesced GETs.
@@ -238,6 +205,135 @@ fn coalesce(ranges: &[Range<u64>]) -> Vec<Range<u64>> {
     merged
 }
 
+/// One Parquet part a fetched scan reads: the whole object, or the row groups that start
+/// inside `range` (as a ScanRange takes them, so that the splits of a part read each row
+/// group once).
+#[derive(Debug, Clone)]
+pub(super) struct Part {
+    pub(super) key: String,
+    pub(super) size: u64,
+    pub(super) range: Option<(u64, u64)>,
+}
+
+impl Part {
+    /// The part `request` of `table` names: a GET of the whole object, or a select (of a
+    /// split, or of the whole object).
+    fn of_request(request: Request, table: &TableDef) -> DfResult<Part> {
+        match request {
+            Request::Get {
+                key,
+                start: 0,
+                end: size,
+            } => Ok(Part {
+                key,
+                size,
+                range: None,
+            }),
+            Request::Select { key, range } => match table.object_size(&key) {
+                Some(size) => Ok(Part { key, size, range }),
+                None => Err(DataFusionError::Internal(format!(
+                    "{key} is not a part of table {}",
+                    table.name
+                ))),
+            },
+            request => Err(DataFusionError::Internal(format!(
+                "a fetched Parquet scan takes whole parts, not {request:?}"
+            ))),
+        }
+    }
+
+    /// The row groups of the part: those whose first byte (their earliest column chunk's)
+    /// lies in `range`, every one without a range.
+    fn row_groups(&self, metadata: &ParquetMetaData) -> Vec<usize> {
+        let Some((start, end)) = self.range else {
+            return (0..metadata.num_row_groups()).collect();
+        };
+        let first_byte = |group: &RowGroupMetaData| {
+            group
+                .columns()
+                .iter()
+                .map(|c| c.dictionary_page_offset().unwrap_or(c.data_page_offset()))
+                .min()
+                .map_or(0, |offset| u64::try_from(offset).unwrap_or(0))
+        };
+        metadata
+            .row_groups()
+            .iter()
+            .enumerate()
+            .filter(|(_, group)| (start..end).contains(&first_byte(group)))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// The footer of the Parquet object `key` of `size` bytes, read with `get`: its last
+/// [`FOOTER_GUESS`] bytes, and the bytes before them when the metadata is longer.
+pub(super) async fn read_metadata<G, F>(
+    key: &str,
+    size: u64,
+    get: G,
+) -> DfResult<ArrowReaderMetadata>
+where
+    G: Fn(Range<u64>) -> F,
+    F: Future<Output = DfResult<Bytes>>,
+{
+    let corrupt = |what: String| {
+        DataFusionError::Execution(format!("Parquet part {key} ({size} bytes): {what}"))
+    };
+    let tail_start = size.saturating_sub(FOOTER_GUESS);
+    let mut tail = get(tail_start..size).await?;
+    if tail.len() < 8 || &tail[tail.len() - 4..] != b"PAR1" {
+        return Err(corrupt("it does not end with Parquet's magic bytes".into()));
+    }
+    let length = &tail[tail.len() - 8..tail.len() - 4];
+    let footer = u64::from(u32::from_le_bytes([
+        length[0], length[1], length[2], length[3],
+    ])) + 8;
+    if footer + 4 > size {
+        return Err(corrupt(format!("its footer claims {footer} bytes")));
+    }
+    if footer > tail.len() as u64 {
+        let head = get(size - footer..tail_start).await?;
+        let mut whole = BytesMut::from(&head[..]);
+        whole.extend_from_slice(&tail);
+        tail = whole.freeze();
+    }
+    let metadata = &tail[tail.len() - footer as usize..tail.len() - 8];
+    let metadata = ParquetMetaDataReader::decode_metadata(metadata).map_err(external)?;
+    ArrowReaderMetadata::try_new(Arc::new(metadata), Default::default()).map_err(external)
+}
+
+/// The rows of `row_groups`, the columns of `mask`, decoded by the parquet crate's push
+/// decoder; `get_ranges` reads the byte ranges it asks for.
+pub(super) async fn decode<G, F>(
+    metadata: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    row_groups: Vec<usize>,
+    get_ranges: G,
+) -> DfResult<Vec<RecordBatch>>
+where
+    G: Fn(Vec<Range<u64>>) -> F,
+    F: Future<Output = DfResult<Vec<Bytes>>>,
+{
+    let mut decoder = ParquetPushDecoderBuilder::new_with_metadata(metadata)
+        .with_projection(mask)
+        .with_row_groups(row_groups)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(external)?;
+    let mut batches = Vec::new();
+    loop {
+        match decoder.try_decode().map_err(external)? {
+            DecodeResult::NeedsData(ranges) => {
+                let data = get_ranges(ranges.clone()).await?;
+                decoder.push_ranges(ranges, data).map_err(external)?;
+            }
+            DecodeResult::Data(batch) => batches.push(batch),
+            DecodeResult::Finished => return Ok(batches),
+        }
+    }
+}
+
 fn external(e: parquet::errors::ParquetError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
@@ -245,6 +341,52 @@ fn external(e: parquet::errors::ParquetError) -> DataFusionError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A part's splits, read as fetches, read each row group once — the ones a select of
+    /// the same split reads (those that start inside it).
+    #[test]
+    fn the_splits_of_a_part_read_each_row_group_once() {
+        use datafusion::arrow::array::Int64Array;
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::properties::WriterProperties;
+
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(100))
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, schema.clone(), Some(props)).unwrap();
+        let keys = Int64Array::from_iter_values(0..1000);
+        writer
+            .write(&RecordBatch::try_new(schema, vec![Arc::new(keys)]).unwrap())
+            .unwrap();
+        writer.close().unwrap();
+        let size = file.len() as u64;
+        let metadata = ParquetMetaDataReader::new()
+            .parse_and_finish(&Bytes::from(file))
+            .unwrap();
+        assert_eq!(metadata.num_row_groups(), 10);
+        let part = |range| Part {
+            key: "t/part-0.parquet".into(),
+            size,
+            range,
+        };
+        assert_eq!(
+            part(None).row_groups(&metadata),
+            (0..10).collect::<Vec<_>>()
+        );
+        for step in [1, 7, 500, size] {
+            let mut read = Vec::new();
+            let mut start = 0;
+            while start < size {
+                let end = (start + step).min(size);
+                read.extend(part(Some((start, end))).row_groups(&metadata));
+                start = end;
+            }
+            assert_eq!(read, (0..10).collect::<Vec<_>>(), "splits of {step} bytes");
+        }
+    }
 
     #[test]
     fn near_ranges_are_read_together_and_each_lies_in_one_read() {

@@ -14,7 +14,9 @@
 //!   probe-side scan waits for them before sending its first request, so a fact-table scan
 //!   asks only for rows that can find a join partner.
 //! * **auto**: each scan fetched or pushed down (as in dynamic mode), whichever is predicted
-//!   to be faster at the run's link rate ([`choice`]).
+//!   to be faster at the run's link rate ([`choice`]), from its statement run over a sample
+//!   of the table (`sample`): a text scan chooses at planning, a Parquet scan when it
+//!   starts, once its run-time filters are known.
 //!
 //! The parts, after DataFusion's split of a table provider, its execution plan and its file
 //! opener:
@@ -24,8 +26,9 @@
 //! - `ScanSource` (`source`) is the file source of DataFusion's own file scan, whose
 //!   "files" are each partition's list of requests: statistics, the dynamic filters it takes
 //!   from joins, its metrics, and the opener that turns a partition's requests into a stream;
-//! - `stream` has one stream type per request kind (fetched CSV, fetched Parquet, selected
-//!   CSV), each turning response bodies into record batches;
+//! - `stream` has one stream type per request kind (fetched CSV, selected CSV or Arrow;
+//!   fetched Parquet in `fetched_parquet`), each turning response bodies into record
+//!   batches;
 //! - `request` sends the HTTP requests, one task each under the client-wide limit, each to
 //!   its home endpoint and, when that one is busy or down, to the next ([`Store`]).
 //!
@@ -38,6 +41,7 @@ mod choice;
 mod fetched_parquet;
 mod filter;
 mod request;
+mod sample;
 mod source;
 mod stream;
 mod table;
@@ -56,8 +60,8 @@ use tokio::sync::Semaphore;
 
 use crate::probe::SelectBehaviour;
 
-pub(crate) use choice::Sample;
 pub(crate) use request::{Request, Results};
+pub(crate) use sample::Sample;
 pub use source::join_tree;
 pub(crate) use source::{scan_units, sift_scan, ScanSource, FILE_TYPE};
 pub use table::{with_key_statistics, S3Table};

@@ -45,17 +45,21 @@ use datafusion::physical_plan::metrics::{
     Count, CustomMetricValue, ExecutionPlanMetricsSet, MetricBuilder, MetricValue,
 };
 use datafusion::physical_plan::{apply_expression_roots, DisplayFormatType, ExecutionPlan};
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::FutureExt;
+use tokio::sync::OnceCell;
 
 use crate::layout::Format;
 use crate::pushdown;
-use crate::scan::choice::Choice;
+use crate::scan::choice::{Choice, PARQUET};
 use crate::scan::fetched_parquet::FetchedParquet;
 use crate::scan::filter::{naming, ScanFilters, Statement};
 use crate::scan::request::{Answer, Request, Results};
+use crate::scan::sample::Prediction;
 use crate::scan::stream::{FetchedCsv, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
 use crate::scan::Mode;
+use datafusion::arrow::record_batch::RecordBatch;
 
 /// What the file scan reports as its file type; plans show it as `file_type=sift`.
 pub(crate) const FILE_TYPE: &str = "sift";
@@ -76,8 +80,12 @@ pub(crate) struct ScanSource {
     pub(super) metrics: ExecutionPlanMetricsSet,
     /// How the statement sent shows in the plan's metrics.
     pub(super) sql_metric: SqlMetric,
-    /// Auto mode's choice of `mode`, and what it was predicted from.
+    /// Auto mode's choice of `mode` made at planning (text), and what it was predicted
+    /// from.
     pub(super) choice: Option<Choice>,
+    /// Auto mode's choice made when the scan starts (Parquet, whose scans keep
+    /// [`Mode::Auto`]): the first partition to start makes it for all.
+    pub(super) at_start: Option<Arc<OnceCell<Choice>>>,
 }
 
 /// How a scan shows the statement its selects carried among the plan's metrics.
@@ -110,7 +118,7 @@ impl ScanSource {
 
     /// The table columns a fetched scan decodes: its projection's, then those only its
     /// filters use.
-    fn read_columns(&self) -> Vec<usize> {
+    pub(super) fn read_columns(&self) -> Vec<usize> {
         match &self.filters.client {
             Some(filter) => filter.read.clone(),
             None => self.projection.clone(),
@@ -192,6 +200,90 @@ impl ScanSource {
             format: self.table.format,
             behaviour: self.table.store.behaviour,
         }
+    }
+
+    /// A partition of a scan that chooses when it starts. The first partition to start
+    /// chooses for all: a scan that no answer could make pay for a select (a small one) is
+    /// fetched at once; any other waits for the joins' run-time filters and predicts its
+    /// whole statement's answer ([`ScanSource::predict`]). Every partition then selects
+    /// with that statement or fetches its requests' row groups.
+    fn chosen_at_start(
+        self,
+        requests: Requests,
+        keep: Keep,
+    ) -> BoxStream<'static, DfResult<RecordBatch>> {
+        stream::once(async move {
+            let chosen = self.at_start.clone().unwrap_or_default();
+            let statement = self.statement();
+            let mut sql = None;
+            let choice = *chosen
+                .get_or_try_init(|| async {
+                    if let Some(fetch) = self.fetched_whatever_the_filters() {
+                        return Ok(fetch);
+                    }
+                    let full = self.filters.clone().statement(statement.clone()).await?;
+                    let choice = self.predict(&full).await;
+                    sql = Some(full);
+                    choice
+                })
+                .await?;
+            if !choice.pushed {
+                return FetchedParquet {
+                    requests,
+                    table: Arc::clone(&self.table),
+                    read: self.read_columns(),
+                    keep,
+                }
+                .stream();
+            }
+            // The partition that chose has the statement; the others make it (their
+            // filters are complete by now).
+            let sql = match sql {
+                Some(sql) => futures::future::ready(Ok(sql)).boxed(),
+                None => self.filters.clone().statement(statement.clone()).boxed(),
+            };
+            Selected {
+                requests,
+                sql,
+                statement,
+                output: Arc::clone(self.output_schema()),
+            }
+            .stream()
+        })
+        .try_flatten()
+        .boxed()
+    }
+
+    /// Auto mode's choice of fetch for a Parquet scan whose select would not pay even if
+    /// it answered nothing: made before its run-time filters are known, so that it does
+    /// not wait for them.
+    fn fetched_whatever_the_filters(&self) -> Option<Choice> {
+        let (sample, link_rate) = self.table.auto.as_ref()?;
+        let fetch_bytes = sample.fetch_bytes(&self.read_columns(), self.table.total_bytes);
+        let empty = Prediction {
+            fetch_bytes,
+            answer_bytes: 0.0,
+        };
+        let pays = Choice::new(Some(empty), *link_rate, PARQUET).pushed;
+        (!pays && self.table.format == Format::Parquet).then(Choice::too_small)
+    }
+
+    /// Auto mode's choice for this scan sending `sql`, predicted over the table's sample
+    /// (pushed down when there is none).
+    async fn predict(&self, sql: &str) -> DfResult<Choice> {
+        let Some((sample, link_rate)) = self.table.auto.clone() else {
+            return Ok(Choice::new(None, None, PARQUET));
+        };
+        if self.table.format != Format::Parquet {
+            return Ok(Choice::new(None, link_rate, PARQUET));
+        }
+        let (sql, results) = (sql.to_string(), self.statement().results);
+        let (read, bytes) = (self.read_columns(), self.table.total_bytes);
+        let predicted =
+            tokio::task::spawn_blocking(move || sample.predict(&sql, results, &read, bytes))
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(Choice::new(predicted, link_rate, PARQUET))
     }
 
     /// The scan's plan: a file scan with one file group per partition of `partitions`, each
@@ -359,7 +451,8 @@ impl FileSource for ScanSource {
         if !self.filters.dynamic.is_empty() {
             write!(f, ", dynamic_filters={}", self.filters.dynamic.len())?;
         }
-        if let Some(choice) = &self.choice {
+        let at_start = self.at_start.as_ref().and_then(|chosen| chosen.get());
+        if let Some(choice) = self.choice.as_ref().or(at_start) {
             write!(f, ", auto={choice}")?;
         }
         Ok(())
@@ -445,14 +538,15 @@ impl FileOpener for ScanOpener {
             .stream(),
             (Mode::Fetch, Format::Parquet) => FetchedParquet {
                 requests,
-                schema: Arc::clone(&source.table.schema),
+                table: Arc::clone(&source.table),
                 read: source.read_columns(),
                 keep,
             }
             .stream()?,
-            (Mode::Pushdown | Mode::Dynamic | Mode::Auto, _) => Selected {
+            (Mode::Auto, _) => source.clone().chosen_at_start(requests, keep),
+            (Mode::Pushdown | Mode::Dynamic, _) => Selected {
                 requests,
-                filters: source.filters.clone(),
+                sql: source.filters.clone().statement(source.statement()).boxed(),
                 statement: source.statement(),
                 output,
             }

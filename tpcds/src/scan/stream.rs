@@ -22,12 +22,13 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::{DataFusionError, Result as DfResult};
+use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use regex::Regex;
 use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::layout::Format;
-use crate::scan::filter::{ClientFilter, ScanFilters, Statement};
+use crate::scan::filter::{ClientFilter, Statement};
 use crate::scan::request::{run_request, Request, Results};
 use crate::scan::source::ScanMetrics;
 use crate::scan::{Store, BATCH_ROWS};
@@ -147,7 +148,10 @@ fn gunzip(body: &[u8]) -> DfResult<Bytes> {
 /// S3 Select answers.
 pub(super) struct Selected {
     pub(super) requests: Requests,
-    pub(super) filters: ScanFilters,
+    /// The statement every request sends, once known (in dynamic mode, once the joins'
+    /// filters are: `ScanFilters::statement`).
+    pub(super) sql: BoxFuture<'static, DfResult<String>>,
+    /// What the statement asks for.
     pub(super) statement: Statement,
     /// The scan's output columns.
     pub(super) output: SchemaRef,
@@ -157,7 +161,7 @@ impl Selected {
     pub(super) fn stream(self) -> DfResult<BoxStream<'static, DfResult<RecordBatch>>> {
         let Selected {
             requests,
-            filters,
+            sql,
             statement,
             output,
         } = self;
@@ -165,7 +169,7 @@ impl Selected {
         let empty_is_null = statement.behaviour.empty_is_null;
         let metrics = requests.metrics.clone();
         let answers = stream::once(async move {
-            match filters.statement(statement).await {
+            match sql.await {
                 Ok(sql) => {
                     metrics.sent(&sql);
                     requests.answers(Arc::from(sql), format, results)

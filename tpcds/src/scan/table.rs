@@ -17,9 +17,10 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::layout::Format;
 use crate::pushdown::Pred;
-use crate::scan::choice::{Choice, Sample};
+use crate::scan::choice::{Choice, TEXT};
 use crate::scan::filter::{lower, naming, ClientFilter, ScanFilters};
-use crate::scan::request::Request;
+use crate::scan::request::{Request, Results};
+use crate::scan::sample::Sample;
 use crate::scan::source::{ScanSource, ScanUnit, SqlMetric};
 use crate::scan::{Mode, Store, StoreSpec};
 use crate::schema::{arrow_schema, key_domain, table_schema, TableSchema};
@@ -53,9 +54,10 @@ pub(crate) struct TableDef {
     pub(super) store: Arc<Store>,
     mode: Mode,
     pub(super) format: Format,
-    /// Auto mode: lines of the table to predict answers from, and the link's rate in bytes
-    /// per second (unbounded when `None`). Another process gets scans already chosen.
-    auto: Option<(Arc<Sample>, Option<f64>)>,
+    /// Auto mode: the sample of the table to predict answers from, and the link's rate in
+    /// bytes per second (unbounded when `None`). Another process gets text scans already
+    /// chosen, and pushes Parquet scans down.
+    pub(super) auto: Option<(Arc<Sample>, Option<f64>)>,
 }
 
 /// A [`TableDef`] as plans carry it between processes: the table by name (the schema is
@@ -138,6 +140,14 @@ impl TableDef {
         Ok(def)
     }
 
+    /// The size of the table's part `key`; `None` when it is not one.
+    pub(super) fn object_size(&self, key: &str) -> Option<u64> {
+        self.objects
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, size)| *size)
+    }
+
     fn naming(&self) -> crate::pushdown::Naming<'_> {
         naming(self.format, &self.schema, self.store.behaviour)
     }
@@ -185,7 +195,7 @@ impl S3Table {
         &self.def
     }
 
-    /// In auto mode, the lines each scan's choice is predicted from and the link's rate in
+    /// In auto mode, the sample each scan's choice is predicted from and the link's rate in
     /// bytes per second (unbounded when `None`).
     pub(crate) fn with_sample(mut self, sample: Arc<Sample>, link_rate: Option<f64>) -> S3Table {
         Arc::make_mut(&mut self.def).auto = Some((sample, link_rate));
@@ -248,6 +258,8 @@ impl TableProvider for S3Table {
             )
         };
         let source = match mode {
+            // A Parquet scan chooses when it starts, once its run-time filters are known.
+            Mode::Auto if self.def.format == Format::Parquet => source(Mode::Auto)?,
             Mode::Auto => {
                 let pushed = source(Mode::Dynamic)?;
                 let choice = pushed.choose();
@@ -280,7 +292,7 @@ impl ScanSource {
     ) -> DfResult<ScanSource> {
         let output = Arc::new(def.schema.project(&projection)?);
         let client = match mode {
-            Mode::Fetch if !filters.is_empty() => Some(ClientFilter::new(
+            Mode::Fetch | Mode::Auto if !filters.is_empty() => Some(ClientFilter::new(
                 state,
                 &def.schema,
                 &projection,
@@ -302,21 +314,27 @@ impl ScanSource {
             metrics: ExecutionPlanMetricsSet::new(),
             sql_metric: SqlMetric::Custom,
             choice: None,
+            at_start: (mode == Mode::Auto).then(Default::default),
         })
     }
 
-    /// Auto mode's choice for this scan (planned as pushed down): pushed down when its
+    /// Auto mode's choice for this text scan (planned as pushed down): pushed down when its
     /// answer, predicted over the table's sample, makes that the faster way at the link's
     /// rate ([`Choice`]).
     fn choose(&self) -> Choice {
-        let share = self.table.auto.as_ref().and_then(|(sample, _)| {
-            let format_has_lines = self.table.format == Format::Csv;
-            format_has_lines
-                .then(|| sample.answer_share(&self.planned_sql()))
-                .flatten()
-        });
-        let link_rate = self.table.auto.as_ref().and_then(|(_, rate)| *rate);
-        Choice::new(self.table.total_bytes, share, link_rate)
+        let Some((sample, link_rate)) = &self.table.auto else {
+            return Choice::new(None, None, TEXT);
+        };
+        let predicted = match self.table.format {
+            Format::Csv => sample.predict(
+                &self.planned_sql(),
+                Results::Csv,
+                &self.read_columns(),
+                self.table.total_bytes,
+            ),
+            Format::CsvGzip | Format::Parquet => None,
+        };
+        Choice::new(predicted, *link_rate, TEXT)
     }
 
     /// The scan of `units` as another process rebuilds it ([`ScanSource::from_wire`]),

@@ -1,0 +1,386 @@
+//! What auto mode predicts a scan's answer from: a sample of each table, taken before the
+//! run, through which a scan's own statement is run by Sift's engine, in process.
+//!
+//! - Text parts: whole lines from [`SAMPLE_PIECES`] places spread over the table. A fetch
+//!   moves the whole table, so the prediction is the answer's share of the table's bytes.
+//! - Parquet parts: every part's footer and one row group from the middle of the table. A
+//!   fetch moves only the column chunks of the columns the scan decodes, which the footers
+//!   give exactly; the answer (Arrow, as Sift's gateway sends it) is the sample's answer per
+//!   row times the table's rows.
+//!
+//! A sample that the engine cannot run a statement over predicts nothing; the scan is then
+//! pushed down, as in dynamic mode.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::DataFusionError;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::file::metadata::ParquetMetaData;
+use sift_engine::{
+    ArrowOptions, CsvInput, InputFormat, InputSerialization, OutputSerialization, Select,
+    SelectRequest, Sink, SliceSource,
+};
+use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
+
+use crate::error::Result;
+use crate::layout::Format;
+use crate::scan::fetched_parquet::{decode, read_metadata};
+use crate::scan::request::{Request, Results};
+use crate::scan::Store;
+
+/// Pieces a text table's sample is cut from, and the bytes of each: spread evenly over the
+/// table's bytes, so that a table written in key or date order is seen across its range.
+const SAMPLE_PIECES: u64 = 8;
+const SAMPLE_PIECE_BYTES: u64 = 16 << 10;
+
+/// Rows of a Parquet table's sample at most (the first of its middle row group).
+const PARQUET_SAMPLE_ROWS: usize = 32 << 10;
+
+/// A table's sample.
+#[derive(Debug)]
+pub(crate) enum Sample {
+    /// Whole lines of dsdgen text.
+    Lines(Bytes),
+    Parquet(ParquetSample),
+}
+
+/// A Parquet table's sample, and what its footers say.
+#[derive(Debug)]
+pub(crate) struct ParquetSample {
+    /// Rows of the table, every column, as one Parquet file.
+    file: Bytes,
+    rows: usize,
+    /// The table's rows, over all its parts.
+    table_rows: u64,
+    /// For each table column, the compressed bytes of its column chunks over all parts.
+    chunk_bytes: Vec<u64>,
+}
+
+/// What a scan moves when fetched, and what its answer is predicted to be when pushed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Prediction {
+    pub(crate) fetch_bytes: u64,
+    pub(crate) answer_bytes: f64,
+}
+
+impl Sample {
+    /// Lines from [`SAMPLE_PIECES`] places of the text table `objects` make (the whole
+    /// table when it is smaller than the pieces).
+    pub(crate) async fn of_text(store: &Store, objects: &[(String, u64)]) -> Result<Sample> {
+        let total: u64 = objects.iter().map(|(_, size)| size).sum();
+        let step = (total / SAMPLE_PIECES).max(SAMPLE_PIECE_BYTES);
+        let mut pieces = Vec::new();
+        let (mut object_start, mut at) = (0u64, 0u64);
+        for (key, size) in objects {
+            let object_end = object_start + size;
+            while at < object_end {
+                let start = at - object_start;
+                let end = (start + SAMPLE_PIECE_BYTES).min(*size);
+                let request = Request::Get {
+                    key: key.clone(),
+                    start,
+                    end,
+                };
+                let body = store
+                    .send(&request, "", Format::Csv, Results::Csv)
+                    .await?
+                    .body;
+                pieces.push((start, body));
+                at += step;
+            }
+            object_start = object_end;
+        }
+        Ok(Sample::from_pieces(pieces))
+    }
+
+    /// The sample made of `pieces`: byte ranges of the table's objects, each with the
+    /// offset it starts at. A piece that does not start an object starts at its first whole
+    /// line; every piece ends at its last line end.
+    pub(crate) fn from_pieces(pieces: impl IntoIterator<Item = (u64, Bytes)>) -> Sample {
+        let mut text = Vec::new();
+        for (offset, piece) in pieces {
+            let start = match offset {
+                0 => 0,
+                _ => match memchr::memchr(b'\n', &piece) {
+                    Some(i) => i + 1,
+                    None => continue,
+                },
+            };
+            let Some(end) = memchr::memrchr(b'\n', &piece).map(|i| i + 1) else {
+                continue;
+            };
+            if start < end {
+                text.extend_from_slice(&piece[start..end]);
+            }
+        }
+        Sample::Lines(text.into())
+    }
+
+    /// The footers of the Parquet table `objects` (one or two ranged GETs each) and the
+    /// first [`PARQUET_SAMPLE_ROWS`] rows of its middle row group.
+    pub(crate) async fn of_parquet(store: &Store, objects: &[(String, u64)]) -> Result<Sample> {
+        let get = |key: &str, range: std::ops::Range<u64>| {
+            let request = Request::Get {
+                key: key.to_string(),
+                start: range.start,
+                end: range.end,
+            };
+            async move {
+                let answer = store
+                    .send(&request, "", Format::Parquet, Results::Csv)
+                    .await;
+                answer
+                    .map(|a| a.body)
+                    .map_err(|e| DataFusionError::External(Box::new(e)))
+            }
+        };
+        let mut footers = Vec::with_capacity(objects.len());
+        for (key, size) in objects {
+            footers.push(read_metadata(key, *size, |range| get(key, range)).await?);
+        }
+        let columns = footers
+            .first()
+            .map_or(0, |f| f.parquet_schema().num_columns());
+        let mut chunk_bytes = vec![0u64; columns];
+        let mut groups = Vec::new();
+        for (part, footer) in footers.iter().enumerate() {
+            for (g, group) in footer.metadata().row_groups().iter().enumerate() {
+                groups.push((part, g));
+                for (c, chunk) in group.columns().iter().enumerate() {
+                    if let Some(bytes) = chunk_bytes.get_mut(c) {
+                        *bytes += u64::try_from(chunk.compressed_size()).unwrap_or(0);
+                    }
+                }
+            }
+        }
+        let table_rows = footers.iter().map(|f| rows(f.metadata())).sum();
+        let Some(&(part, group)) = groups.get(groups.len() / 2) else {
+            return Ok(Sample::Parquet(ParquetSample {
+                file: Bytes::new(),
+                rows: 0,
+                table_rows,
+                chunk_bytes,
+            }));
+        };
+        let footer = footers[part].clone();
+        let key = &objects[part].0;
+        let schema = Arc::clone(footer.schema());
+        let batches = decode(footer, ProjectionMask::all(), vec![group], |ranges| {
+            futures::future::try_join_all(ranges.into_iter().map(|r| get(key, r)))
+        })
+        .await?;
+        let batch = concat_batches(&schema, &batches).map_err(DataFusionError::from)?;
+        let batch = batch.slice(0, batch.num_rows().min(PARQUET_SAMPLE_ROWS));
+        Ok(Sample::Parquet(ParquetSample::new(
+            &batch,
+            table_rows,
+            chunk_bytes,
+        )?))
+    }
+
+    /// What a scan reading the table columns `read` moves when fetched (`table_bytes` for
+    /// text, read whole), and what its statement `sql` answers when pushed down, scaled up
+    /// from the sample (over text as CSV; over Parquet as `results` ask); `None` when the
+    /// engine does not run `sql` over the sample.
+    pub(crate) fn predict(
+        &self,
+        sql: &str,
+        results: Results,
+        read: &[usize],
+        table_bytes: u64,
+    ) -> Option<Prediction> {
+        let answer_bytes = match self {
+            Sample::Lines(text) => lines_answer_share(text, sql)? * table_bytes as f64,
+            Sample::Parquet(sample) => sample.answer_bytes(sql, results)?,
+        };
+        Some(Prediction {
+            fetch_bytes: self.fetch_bytes(read, table_bytes),
+            answer_bytes,
+        })
+    }
+
+    /// What a scan reading the table columns `read` moves when fetched: the whole table's
+    /// `table_bytes` when it is text, the columns' chunks when it is Parquet.
+    pub(crate) fn fetch_bytes(&self, read: &[usize], table_bytes: u64) -> u64 {
+        match self {
+            Sample::Lines(_) => table_bytes,
+            Sample::Parquet(sample) => read.iter().filter_map(|&c| sample.chunk_bytes.get(c)).sum(),
+        }
+    }
+}
+
+impl ParquetSample {
+    /// The sample of `batch`'s rows, of a table of `table_rows` whose columns' chunks take
+    /// `chunk_bytes`.
+    fn new(batch: &RecordBatch, table_rows: u64, chunk_bytes: Vec<u64>) -> Result<ParquetSample> {
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), None)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        writer
+            .write(batch)
+            .and_then(|_| writer.close().map(drop))
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(ParquetSample {
+            file: file.into(),
+            rows: batch.num_rows(),
+            table_rows,
+            chunk_bytes,
+        })
+    }
+
+    /// The bytes `sql` answers, as `results` ask, over the whole table, from its answer
+    /// over the sample.
+    fn answer_bytes(&self, sql: &str, results: Results) -> Option<f64> {
+        if self.rows == 0 {
+            return None;
+        }
+        let output = match results {
+            Results::Csv => OutputSerialization::default(),
+            Results::Arrow => OutputSerialization::Arrow(ArrowOptions { lz4: false }),
+            Results::ArrowLz4 => OutputSerialization::Arrow(ArrowOptions { lz4: true }),
+        };
+        let returned = run(&self.file, sql, InputFormat::Parquet, output)?;
+        Some(returned as f64 / self.rows as f64 * self.table_rows as f64)
+    }
+}
+
+fn rows(metadata: &ParquetMetaData) -> u64 {
+    u64::try_from(metadata.file_metadata().num_rows()).unwrap_or(0)
+}
+
+/// The share of `text` that `sql`'s answer (CSV, as a scan of text asks for it) is.
+fn lines_answer_share(text: &[u8], sql: &str) -> Option<f64> {
+    if text.is_empty() {
+        return None;
+    }
+    let dsdgen = InputFormat::Csv(CsvInput {
+        field_delimiter: char::from(FIELD_DELIMITER).to_string(),
+        comments: NO_COMMENTS.to_string(),
+        ..Default::default()
+    });
+    let returned = run(text, sql, dsdgen, OutputSerialization::default())?;
+    Some(returned as f64 / text.len() as f64)
+}
+
+/// The bytes `sql` returns over `object`; `None` when the engine refuses or fails it.
+fn run(object: &[u8], sql: &str, format: InputFormat, output: OutputSerialization) -> Option<u64> {
+    let select = Select::new(SelectRequest {
+        sql: sql.to_string(),
+        input: InputSerialization {
+            format,
+            ..Default::default()
+        },
+        output,
+        ..Default::default()
+    })
+    .ok()?;
+    let stats = select.run(&SliceSource(object), &mut Discard).ok()?;
+    Some(stats.bytes_returned)
+}
+
+/// An answer only counted (the engine's stats count it).
+struct Discard;
+
+impl Sink for Discard {
+    fn write(&mut self, _data: &[u8]) -> sift_engine::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int32Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+
+    #[test]
+    fn pieces_keep_whole_lines() {
+        let s = Sample::from_pieces([
+            (0, Bytes::from_static(b"a|1|\nb|2|\nc|")),
+            (40, Bytes::from_static(b"|9|\nd|4|\ne|5")),
+            (90, Bytes::from_static(b"no line end")),
+        ]);
+        let Sample::Lines(text) = s else {
+            panic!("{s:?}")
+        };
+        assert_eq!(&text[..], b"a|1|\nb|2|\nd|4|\n");
+    }
+
+    #[test]
+    fn the_answer_share_of_lines_is_what_the_engine_returns() {
+        let lines: String = (0..100).map(|i| format!("{i}|name{i}|\n")).collect();
+        let s = Sample::Lines(Bytes::from(lines.clone()));
+        let table = 1_000_000;
+        let all = s
+            .predict(
+                "SELECT s._1, s._2 FROM S3Object s",
+                Results::Csv,
+                &[],
+                table,
+            )
+            .unwrap();
+        assert_eq!(all.fetch_bytes, table);
+        // The answer drops each line's trailing delimiter.
+        let share = (lines.len() - 100) as f64 / lines.len() as f64;
+        assert!(
+            (all.answer_bytes - share * table as f64).abs() < 1e-3,
+            "{all:?}"
+        );
+        let tenth = s
+            .predict(
+                "SELECT s._2 FROM S3Object s WHERE CAST(s._1 AS INT) < 10",
+                Results::Csv,
+                &[],
+                table,
+            )
+            .unwrap();
+        assert!(tenth.answer_bytes < 0.1 * all.answer_bytes, "{tenth:?}");
+        assert_eq!(s.predict("SELECT nonsense", Results::Csv, &[], table), None);
+    }
+
+    #[test]
+    fn a_parquet_prediction_scales_the_sample_to_the_table() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, true),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        let keys = Int32Array::from_iter_values(0..1000);
+        let names = StringArray::from_iter_values((0..1000).map(|i| format!("name{i}")));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(keys), Arc::new(names)]).unwrap();
+        let sample = Sample::Parquet(ParquetSample::new(&batch, 100_000, vec![300, 5000]).unwrap());
+        let predict = |sql: &str, results, read: &[usize]| sample.predict(sql, results, read, 0);
+        // Fetch reads the chunks of the columns decoded, as the footers give them.
+        let all = predict("SELECT s.k FROM S3Object s", Results::Arrow, &[0]).unwrap();
+        assert_eq!(all.fetch_bytes, 300);
+        let both = predict(
+            "SELECT s.k, s.name FROM S3Object s",
+            Results::Arrow,
+            &[0, 1],
+        )
+        .unwrap();
+        assert_eq!(both.fetch_bytes, 5300);
+        assert!(both.answer_bytes > all.answer_bytes, "{both:?} {all:?}");
+        // The keys as Int64, for a hundred times the sample's rows.
+        assert!(all.answer_bytes > 100_000.0 * 8.0, "{all:?}");
+        // Compressed as the store would send them over a paced link, they are smaller.
+        let lz4 = predict("SELECT s.k FROM S3Object s", Results::ArrowLz4, &[0]).unwrap();
+        assert!(lz4.answer_bytes < all.answer_bytes, "{lz4:?} {all:?}");
+        let tenth = predict(
+            "SELECT s.k FROM S3Object s WHERE s.k < 100",
+            Results::Arrow,
+            &[0],
+        )
+        .unwrap();
+        assert!(
+            tenth.answer_bytes < 0.2 * all.answer_bytes,
+            "{tenth:?} {all:?}"
+        );
+        assert_eq!(
+            predict("SELECT s.nothing FROM S3Object s", Results::Arrow, &[0]),
+            None
+        );
+    }
+}
