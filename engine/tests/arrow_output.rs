@@ -443,21 +443,28 @@ fn parquet_columns_keep_their_file_types_on_either_path() {
             &json_run(&direct, InputFormat::Parquet, &file),
         );
     }
-    let sql = "SELECT s.day FROM S3Object s WHERE s.id = 3";
-    let (schema, batches) = arrow_run(sql, InputFormat::Parquet, &file, 1).expect(sql);
-    assert_eq!(
-        schema.field(0).data_type(),
-        &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
-    );
-    let day = batches[0]
-        .column(0)
-        .as_primitive::<TimestampNanosecondType>()
-        .value(0);
-    assert_eq!(
-        day,
-        11_003 * 86_400 * 1_000_000_000,
-        "midnight UTC of day 11,003"
-    );
+    // A date is midnight UTC of its day on both paths: the decoder's column cast, and the
+    // row path's values.
+    for sql in [
+        "SELECT s.day FROM S3Object s WHERE s.id = 3",
+        "SELECT s.day FROM S3Object s WHERE CASE WHEN s.id = 3 THEN true ELSE false END",
+    ] {
+        let (schema, batches) = arrow_run(sql, InputFormat::Parquet, &file, 1).expect(sql);
+        assert_eq!(
+            schema.field(0).data_type(),
+            &DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            "{sql}"
+        );
+        let day = batches[0]
+            .column(0)
+            .as_primitive::<TimestampNanosecondType>()
+            .value(0);
+        assert_eq!(
+            day,
+            11_003 * 86_400 * 1_000_000_000,
+            "{sql}: midnight UTC of day 11,003"
+        );
+    }
 }
 
 /// A Parquet column the file lacks, or one holding nested values, has no fixed type: the

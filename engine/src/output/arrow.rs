@@ -145,7 +145,7 @@ impl Typing<'_> {
 
 /// The SQL type of a Parquet column of Arrow type `t` (the module's second table), as
 /// `parquet::rows` reads its values; `None` for one it reads as nested or other values.
-pub(crate) fn file_type(t: &DataType) -> Option<ColType> {
+fn file_type(t: &DataType) -> Option<ColType> {
     Some(match t {
         DataType::Boolean => ColType::Bool,
         DataType::Int8
