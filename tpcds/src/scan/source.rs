@@ -25,6 +25,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result as DfResult, Statistics};
@@ -59,7 +60,6 @@ use crate::scan::sample::Prediction;
 use crate::scan::stream::{FetchedCsv, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
 use crate::scan::Mode;
-use datafusion::arrow::record_batch::RecordBatch;
 
 /// What the file scan reports as its file type; plans show it as `file_type=sift`.
 pub(crate) const FILE_TYPE: &str = "sift";
@@ -259,13 +259,15 @@ impl ScanSource {
     /// not wait for them.
     fn fetched_whatever_the_filters(&self) -> Option<Choice> {
         let (sample, link_rate) = self.table.auto.as_ref()?;
-        let fetch_bytes = sample.fetch_bytes(&self.read_columns(), self.table.total_bytes);
+        if self.table.format != Format::Parquet {
+            return None;
+        }
         let empty = Prediction {
-            fetch_bytes,
+            fetch_bytes: sample.fetch_bytes(&self.read_columns(), self.table.total_bytes),
             answer_bytes: 0.0,
         };
         let pays = Choice::new(Some(empty), *link_rate, PARQUET).pushed;
-        (!pays && self.table.format == Format::Parquet).then(Choice::too_small)
+        (!pays).then(Choice::too_small)
     }
 
     /// Auto mode's choice for this scan sending `sql`, predicted over the table's sample
