@@ -10,6 +10,12 @@
 #   gw2    10.78.0.5   `sift gateway --upstream http://10.79.0.3:9000`   (and 10.79.0.2)
 #   store  10.79.0.3   `sift gateway` on its embedded store
 #
+# With SIFT_NETNS_UPSTREAM=rgw the store host is the Ceph RGW of scripts/ceph-rgw.sh instead:
+# it runs in the root namespace, which then joins the storage network itself (the store's
+# address on the storage bridge) and radosgw is restarted to listen there too. The gateways
+# are unchanged but for their upstream. The RGW tests of scripts/test.sh run it so, with the
+# Sift-store run's single-process rows as the reference.
+#
 # Two networks, as a Ceph cluster has: the public one (10.78.0.0/24), where the compute
 # hosts reach the gateways, each host behind its own link at SIFT_NETNS_RATE; and the
 # storage cluster's own one (10.79.0.0/24), where the gateways read from the store. In the
@@ -38,8 +44,9 @@
 # Needs root (namespaces, veth, tc). Without it, or without `ip`/`tc`, it prints SKIPPED with
 # the reason and exits 0; it never reports a pass it did not run. Exit 1 on a failure.
 # SIFT_NETNS_RATE sets each public link's rate (default 1gbit), SIFT_NETNS_BACK_RATE the
-# storage network's (default unshaped), SIFT_NETNS_QUERIES the queries (default all),
-# SIFT_NETNS_SF the scale (default 0.01), SIFT_NETNS_EXECUTORS the executor hosts (1 or 2,
+# storage network's (default unshaped; with RGW, the gateways' links to it only),
+# SIFT_NETNS_UPSTREAM the store (sift, the default, or rgw), SIFT_NETNS_QUERIES the queries
+# (default all), SIFT_NETNS_SF the scale (default 0.01), SIFT_NETNS_EXECUTORS the executor hosts (1 or 2,
 # default 2); SIFT_NETNS_KEEP=DIR keeps both runs there (the benchmark in
 # docs/BENCHMARKS.md), SIFT_NETNS_STORE=DIR keeps the store's data there (a later run loads
 # nothing), SIFT_NETNS_REFERENCE=DIR takes a kept single-process run as the reference
@@ -51,11 +58,26 @@ rate="${SIFT_NETNS_RATE:-1gbit}"
 sf="${SIFT_NETNS_SF:-0.01}"
 executors="${SIFT_NETNS_EXECUTORS:-2}"
 back_rate="${SIFT_NETNS_BACK_RATE:-}"
+upstream="${SIFT_NETNS_UPSTREAM:-sift}"
 # Each network: a letter naming its bridge (sift-brL) and its veths (vL-HOST, bL-HOST), its
 # first three address bytes, its hosts in address order.
 public=(p 10.78.0 sched exec1 exec2 gw1 gw2)
 storage=(s 10.79.0 gw1 gw2 store)
 hosts=(sched exec1 exec2 gw1 gw2 store)
+bucket=tpcds
+case $upstream in
+sift) ;;
+rgw)
+    # The root namespace is the store host: no namespace of its own; a bucket of its own in
+    # an RGW that other tests use too.
+    hosts=(sched exec1 exec2 gw1 gw2)
+    bucket=sift-netns-tpcds
+    ;;
+*)
+    echo "FAILED: SIFT_NETNS_UPSTREAM must be sift or rgw, not $upstream" >&2
+    exit 1
+    ;;
+esac
 bridges=(sift-brp sift-brs)
 key=sift-netns-access
 secret=sift-netns-secret
@@ -112,6 +134,10 @@ join() {
     for host in "$@"; do
         i=$((i + 1))
         ns="sift-$host"
+        if [[ $host == store && $upstream == rgw ]]; then
+            ip addr add "$prefix.$i/24" dev "sift-br$letter"
+            continue
+        fi
         ip link add "v$letter-$host" type veth peer name "b$letter-$host"
         ip link set "v$letter-$host" netns "$ns"
         ip link set "b$letter-$host" master "sift-br$letter" up
@@ -203,14 +229,31 @@ wait_port() {
 }
 
 gateway_keys=(--access-key "$key" --secret-key "$secret")
-start store store gateway --listen "$(addr store):9000" --data-dir "${SIFT_NETNS_STORE:-$work/store}" \
-    "${gateway_keys[@]}"
-wait_port gw1 "$(addr store)" 9000 "the store"
+if [[ $upstream == rgw ]]; then
+    # radosgw binds its addresses when it starts, and the store's address exists only now.
+    rgw_root=${SIFT_RGW_ROOT:-/var/tmp/sift-rgw}
+    scripts="$(dirname "$(realpath "$0")")"
+    "$scripts/ceph-rgw.sh" stop >/dev/null 2>&1 || true
+    SIFT_RGW_ALSO_LISTEN="$(addr store)" "$scripts/ceph-rgw.sh" start >/dev/null \
+        2>"$work/rgw-start.log" ||
+        skip "$(grep 'cannot start' "$work/rgw-start.log" | tail -1 || echo 'scripts/ceph-rgw.sh failed')"
+    # shellcheck disable=SC1091
+    . "$rgw_root/run/env"
+    store_url="http://$(addr store):${SIFT_RGW_ENDPOINT##*:}"
+    store_keys=(--upstream-access-key "$SIFT_RGW_ACCESS_KEY" --upstream-secret-key "$SIFT_RGW_SECRET_KEY")
+    store_name="Ceph RGW $SIFT_RGW_VERSION"
+else
+    start store store gateway --listen "$(addr store):9000" \
+        --data-dir "${SIFT_NETNS_STORE:-$work/store}" "${gateway_keys[@]}"
+    store_url="http://$(addr store):9000"
+    store_keys=(--upstream-access-key "$key" --upstream-secret-key "$secret")
+    store_name="a Sift gateway's embedded store"
+fi
+wait_port gw1 "$(addr store)" "${store_url##*:}" "the store"
 for gw in gw1 gw2; do
     # shellcheck disable=SC2046
-    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "http://$(addr store):9000" \
-        --upstream-access-key "$key" --upstream-secret-key "$secret" "${gateway_keys[@]}" \
-        $(tls "$gw")
+    start "$gw" "$gw" gateway --listen "$(addr "$gw"):9000" --upstream "$store_url" \
+        "${store_keys[@]}" "${gateway_keys[@]}" $(tls "$gw")
     wait_port sched "$(addr "$gw")" 9000 "$gw"
 done
 start sched scheduler tpcds scheduler --bind "$(addr sched):50050"
@@ -229,9 +272,9 @@ on_sched() {
 }
 gw1="https://$(addr gw1):9000"
 gw2="https://$(addr gw2):9000"
-on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket tpcds >"$work/load.log" 2>&1 ||
+on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket $bucket >"$work/load.log" 2>&1 ||
     fail "load through gw1"
-common=(--sf $sf --bucket tpcds --mode all --queries "${SIFT_NETNS_QUERIES:-all}")
+common=(--sf $sf --bucket $bucket --mode all --queries "${SIFT_NETNS_QUERIES:-all}")
 # Each run's CPU seconds: the client's (bash's `time`), and every server's.
 TIMEFORMAT='%U %S'
 client_cpu() { awk '{printf "client %.0f s", $1 + $2}' "$1"; }
@@ -322,5 +365,5 @@ if [[ -n ${SIFT_NETNS_KEEP:-} ]]; then
     cp -r "$work/local" "$work/cluster" "$SIFT_NETNS_KEEP/"
 fi
 echo "ok: the cluster over network namespaces ($executors executor hosts, public links at $rate," \
-    "storage network ${back_rate:-unshaped}, S3" \
+    "storage network ${back_rate:-unshaped}, gateways in front of $store_name, S3" \
     "over HTTPS) gave the single-process rows for all $statements statements at SF $sf"

@@ -17,8 +17,12 @@ SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/py-clients.sh -q -rs
 
 # TPC-DS on a Ballista cluster over six network namespaces (a scheduler, two executors, two
 # gateways in upstream mode, a store), each with its own tbf-limited link; SKIPPED with the
-# reason when namespaces cannot be made (not root).
-SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" ./scripts/cluster-netns.sh
+# reason when namespaces cannot be made (not root). Its single-process rows are kept as the
+# reference of the same cluster in front of Ceph RGW (below).
+netns_runs=$(mktemp -d)
+trap 'rm -rf "$netns_runs"' EXIT
+SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" SIFT_NETNS_KEEP="$netns_runs" \
+    ./scripts/cluster-netns.sh
 
 # The real Trino (368, the newest on Maven Central with S3 Select pushdown) against a Sift
 # gateway: the ceph72 queries pushed down, rows equal to Sift's own client's; SKIPPED with the
@@ -82,6 +86,16 @@ if scripts/ceph-rgw.sh start >"$rgw_log.env" 2>"$rgw_log"; then
         cargo test --workspace --locked --test rgw -- --ignored || rgw_status=$?
     fi
     [[ $rgw_status == 0 ]] || status=$rgw_status
+    # The namespace cluster again, its two gateways in front of this RGW (scripts/cluster-netns.sh
+    # restarts radosgw to listen on the storage network too).
+    reference=()
+    [[ ! -d $netns_runs/local ]] || reference=(SIFT_NETNS_REFERENCE="$netns_runs/local")
+    env SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" SIFT_NETNS_UPSTREAM=rgw "${reference[@]}" \
+        ./scripts/cluster-netns.sh || status=$?
+    set -a
+    # shellcheck disable=SC1091
+    . "$rgw_root/run/env"
+    set +a
     # Last, as it takes RGW down: the defect docs/gateway.md reports, one select that ends
     # radosgw 18.2.7 (scripts/rgw-crash.sh). Another version is only reported.
     crash=$(scripts/rgw-crash.sh) && crash_rc=0 || crash_rc=$?
