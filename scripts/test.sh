@@ -87,15 +87,11 @@ if scripts/ceph-rgw.sh start >"$rgw_log.env" 2>"$rgw_log"; then
     fi
     [[ $rgw_status == 0 ]] || status=$rgw_status
     # The namespace cluster again, its two gateways in front of this RGW (scripts/cluster-netns.sh
-    # restarts radosgw to listen on the storage network too).
+    # restarts radosgw to listen on the storage network too; port, keys and env stay as they are).
     reference=()
     [[ ! -d $netns_runs/local ]] || reference=(SIFT_NETNS_REFERENCE="$netns_runs/local")
     env SIFT_BIN="${CARGO_TARGET_DIR:-target}/debug/sift" SIFT_NETNS_UPSTREAM=rgw "${reference[@]}" \
         ./scripts/cluster-netns.sh || status=$?
-    set -a
-    # shellcheck disable=SC1091
-    . "$rgw_root/run/env"
-    set +a
     # Last, as it takes RGW down: the defect docs/gateway.md reports, one select that ends
     # radosgw 18.2.7 (scripts/rgw-crash.sh). Another version is only reported.
     crash=$(scripts/rgw-crash.sh) && crash_rc=0 || crash_rc=$?
