@@ -257,6 +257,19 @@ fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
         )
         .unwrap_or_default()
     };
+    // Every stage came back with its metrics, union stages too (q5, q49, q77, q80): a bare
+    // stage's scans would go uncounted.
+    for mode in ["fetch", "pushdown", "dynamic"] {
+        for entry in std::fs::read_dir(distributed.join("plans").join(mode)).expect("plans") {
+            let text = std::fs::read_to_string(entry.expect("entry").path()).expect("plan");
+            for line in text.lines().filter(|l| l.contains("file_type=sift")) {
+                assert!(
+                    line.contains("metrics=["),
+                    "{mode}: a scan without metrics: {line}"
+                );
+            }
+        }
+    }
     let q7 = plan("pushdown", "q7");
     assert!(
         q7.contains("Stage ") && q7.contains("bytes_received=") && q7.contains("sql: SELECT"),

@@ -35,6 +35,15 @@ pub(crate) fn scan_metric(plans: &str, name: &str) -> u64 {
         .sum()
 }
 
+/// How many Sift scans of `plans` carry no metrics at all: a stage the scheduler could not
+/// line up with its tasks' metrics comes back bare, and its scans' bytes go uncounted.
+pub(crate) fn uncounted_scans(plans: &str) -> usize {
+    plans
+        .lines()
+        .filter(|line| scanned_table(line).is_some() && !line.contains("metrics=["))
+        .count()
+}
+
 /// The table a plan line scans, when it is a Sift scan's (`DataSourceExec: …,
 /// file_type=sift, table=NAME, …`).
 pub(crate) fn scanned_table(line: &str) -> Option<&str> {
@@ -82,6 +91,14 @@ pub(crate) mod tests {
         assert_eq!(scan_metric(per_endpoint, "requests"), 3);
         assert_eq!(scan_metric(per_endpoint, "bytes_received"), 9);
         assert_eq!(scan_metric(per_endpoint, "requests_at_1"), 2);
+    }
+
+    #[test]
+    fn a_bare_scan_is_uncounted() {
+        assert_eq!(uncounted_scans(PLANS), 0);
+        let bare = "DataSourceExec: file_groups={1 group: [[t/partition-0]]}, file_type=sift, \
+                    table=t, mode=pushdown";
+        assert_eq!(uncounted_scans(&format!("{PLANS}{bare}\n")), 1);
     }
 
     #[test]

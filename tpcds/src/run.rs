@@ -912,10 +912,19 @@ async fn run_planned(
         _ => (local(), join_tree(&plan)),
     };
     let (bytes_received, bytes_scanned) = match cluster {
-        Some(_) => (
-            crate::plan_text::scan_metric(&text, "bytes_received"),
-            crate::plan_text::scan_metric(&text, "bytes_scanned"),
-        ),
+        Some(_) => {
+            let uncounted = crate::plan_text::uncounted_scans(&text);
+            if uncounted > 0 {
+                eprintln!(
+                    "warning: q{n}: {uncounted} scans came back from the scheduler without \
+                     metrics; their bytes are not counted"
+                );
+            }
+            (
+                crate::plan_text::scan_metric(&text, "bytes_received"),
+                crate::plan_text::scan_metric(&text, "bytes_scanned"),
+            )
+        }
         None => (0, 0),
     };
     (

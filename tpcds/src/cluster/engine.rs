@@ -19,6 +19,19 @@
 //!
 //! The pass changes only which rows a scan asks the store for: the join still checks every
 //! row, so the results are those of the stage as planned.
+//!
+//! # Metrics that line up with the scheduler's plan
+//!
+//! The scheduler shows a finished stage with its tasks' metrics by position: the n-th
+//! operator with metrics in its own copy of the plan gets the n-th metric set a task sent.
+//! The executor's copy is decoded from protobuf, and decoding a `UnionExec` is not the
+//! identity: `UnionExec::try_new` puts a relabelling `ProjectionExec` above every branch
+//! whose fields differ from the union's in nullability only (a `CAST(0.00 AS …)` branch
+//! beside a nullable column). The scheduler's copy has no such projection, the counts differ,
+//! and Ballista then shows the stage bare, without the scans' bytes (TPC-DS q5's union
+//! stages). [`JoinFiltersOn::collect_plan_metrics`] leaves those projections' metric sets
+//! out ([`decoded_relabels`]), so every task sends one set per operator of the scheduler's
+//! plan.
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,9 +45,12 @@ use ballista_executor::execution_engine::{
 };
 use datafusion::common::Result as DfResult;
 use datafusion::execution::TaskContext;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_optimizer::filter_pushdown::FilterPushdown;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::union::{InterleaveExec, UnionExec};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionConfig;
 
@@ -79,6 +95,7 @@ impl ExecutionEngine for SiftEngine {
         config: &SessionConfig,
     ) -> DfResult<Arc<dyn QueryStageExecutor>> {
         let plan = with_join_filters(plan, config)?;
+        let relabels = decoded_relabels(plan.as_ref());
         let stage = self.inner.create_query_stage_exec(
             job_id,
             stage_id,
@@ -88,17 +105,71 @@ impl ExecutionEngine for SiftEngine {
             work_dir,
             config,
         )?;
-        Ok(Arc::new(JoinFiltersOn(stage)))
+        Ok(Arc::new(JoinFiltersOn { stage, relabels }))
     }
 }
 
-/// A stage executor whose tasks run with join filters on ([`join_filters_on`]).
+/// Where `plan` has a relabelling projection right under a union, as positions among its
+/// operators with metrics (pre-order, as Ballista collects them), and how many such operators
+/// it has. The default engine keeps the plan's shape (it only points the shuffle readers at
+/// the work directory), so the positions hold for the plan it runs.
+#[derive(Debug, Default, PartialEq)]
+struct Relabels {
+    positions: Vec<usize>,
+    with_metrics: usize,
+}
+
+fn decoded_relabels(plan: &dyn ExecutionPlan) -> Relabels {
+    fn walk(plan: &dyn ExecutionPlan, under_union: bool, found: &mut Relabels) {
+        if plan.metrics().is_some() {
+            if under_union && is_relabel(plan) {
+                found.positions.push(found.with_metrics);
+            }
+            found.with_metrics += 1;
+        }
+        let union = plan.is::<UnionExec>() || plan.is::<InterleaveExec>();
+        for child in plan.children() {
+            walk(child.as_ref(), union, found);
+        }
+    }
+    let mut found = Relabels::default();
+    walk(plan, false, &mut found);
+    found
+}
+
+/// Whether `plan` is a projection that passes every input column through in place, at most
+/// cast to its own type: what `UnionExec::try_new` adds to align a branch's nullability.
+fn is_relabel(plan: &dyn ExecutionPlan) -> bool {
+    let Some(projection) = plan.downcast_ref::<ProjectionExec>() else {
+        return false;
+    };
+    let input = projection.input().schema();
+    let exprs = projection.expr();
+    exprs.len() == input.fields().len()
+        && exprs.iter().enumerate().all(|(i, p)| {
+            let expr = p.expr.as_ref();
+            let (column, cast_to) = match expr.downcast_ref::<CastExpr>() {
+                Some(cast) => (cast.expr().as_ref(), Some(cast.cast_type())),
+                None => (expr, None),
+            };
+            column
+                .downcast_ref::<Column>()
+                .is_some_and(|c| c.index() == i)
+                && cast_to.is_none_or(|t| t == input.field(i).data_type())
+        })
+}
+
+/// A stage executor whose tasks run with join filters on ([`join_filters_on`]) and whose
+/// metrics line up with the scheduler's copy of the plan (module docs).
 #[derive(Debug)]
-struct JoinFiltersOn(Arc<dyn QueryStageExecutor>);
+struct JoinFiltersOn {
+    stage: Arc<dyn QueryStageExecutor>,
+    relabels: Relabels,
+}
 
 impl fmt::Display for JoinFiltersOn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
+        fmt::Display::fmt(&self.stage, f)
     }
 }
 
@@ -119,22 +190,88 @@ impl QueryStageExecutor for JoinFiltersOn {
             context.window_functions().clone(),
             context.runtime_env(),
         );
-        self.0.execute_query_stage(task_id, Arc::new(context)).await
+        self.stage
+            .execute_query_stage(task_id, Arc::new(context))
+            .await
     }
 
     fn collect_plan_metrics(&self) -> Vec<MetricsSet> {
-        self.0.collect_plan_metrics()
+        let metrics = self.stage.collect_plan_metrics();
+        // A plan of another shape than the one walked: send what Ballista collected.
+        if metrics.len() != self.relabels.with_metrics {
+            return metrics;
+        }
+        metrics
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !self.relabels.positions.contains(i))
+            .map(|(_, set)| set)
+            .collect()
     }
 
     fn collect_runtime_stats_reports(&self) -> Vec<RuntimeStatsReport> {
-        self.0.collect_runtime_stats_reports()
+        self.stage.collect_runtime_stats_reports()
     }
 
     fn collect_window_state_reports(&self) -> DfResult<Vec<WindowStateReport>> {
-        self.0.collect_window_state_reports()
+        self.stage.collect_window_state_reports()
     }
 
     fn collect_column_stats(&self) -> Vec<TaskColumnStats> {
-        self.0.collect_column_stats()
+        self.stage.collect_column_stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::common::ScalarValue;
+    use datafusion::physical_expr::expressions::Literal;
+    use datafusion::physical_plan::empty::EmptyExec;
+    use datafusion::physical_plan::projection::ProjectionExpr;
+    use datafusion_proto::bytes::{physical_plan_from_bytes, physical_plan_to_bytes};
+
+    /// `SELECT CAST(0.00 AS DECIMAL(7,2)) UNION ALL SELECT x` with `x` nullable: the shape of
+    /// TPC-DS q5's union stages.
+    fn union_of_a_constant_and_a_nullable_column() -> Arc<dyn ExecutionPlan> {
+        let decimal = DataType::Decimal128(7, 2);
+        let constant = ProjectionExec::try_new(
+            [ProjectionExpr {
+                expr: Arc::new(Literal::new(ScalarValue::Decimal128(Some(0), 7, 2))),
+                alias: "x".into(),
+            }],
+            Arc::new(EmptyExec::new(Arc::new(Schema::empty()))),
+        )
+        .expect("projection");
+        let column = EmptyExec::new(Arc::new(Schema::new(vec![Field::new("x", decimal, true)])));
+        UnionExec::try_new(vec![Arc::new(constant), Arc::new(column)]).expect("union")
+    }
+
+    #[test]
+    fn metrics_left_out_are_what_decoding_added() {
+        let planned = union_of_a_constant_and_a_nullable_column();
+        let bytes = physical_plan_to_bytes(Arc::clone(&planned)).expect("encoded");
+        let decoded = physical_plan_from_bytes(&bytes, &TaskContext::default()).expect("decoded");
+        let sent = ballista_core::utils::collect_plan_metrics(planned.as_ref()).len();
+        let relabels = decoded_relabels(decoded.as_ref());
+        // Decoding is not the identity (else this test no longer guards anything) ...
+        assert!(relabels.with_metrics > sent, "{relabels:?}, {sent}");
+        // ... and leaving out the relabels gives the planned plan's count back.
+        assert_eq!(relabels.with_metrics - relabels.positions.len(), sent);
+    }
+
+    #[test]
+    fn a_projection_that_computes_is_no_relabel() {
+        let planned = union_of_a_constant_and_a_nullable_column();
+        let relabel = Arc::clone(planned.children()[0]);
+        assert!(is_relabel(relabel.as_ref()), "the union's own");
+        assert!(!is_relabel(relabel.children()[0].as_ref()), "the constant");
+        // Only right under a union.
+        assert_eq!(
+            decoded_relabels(relabel.as_ref()).positions,
+            Vec::<usize>::new()
+        );
     }
 }
