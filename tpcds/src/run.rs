@@ -21,18 +21,21 @@ use datafusion::arrow::array::{Array, Float32Array, Float64Array};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::{self, display::DisplayableExecutionPlan};
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::LogicalPlanNode;
+use futures::FutureExt;
 use md5::{Digest, Md5};
 use serde::Serialize;
 
-use crate::cluster::{stages, SchedulerUrl, SiftCodec};
+use crate::cluster::{stages, subqueries, SchedulerUrl, SiftCodec};
 use crate::error::{Error, Result};
 use crate::layout::Format;
 use crate::load::list_keys;
@@ -356,6 +359,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             Some(Cluster {
                 url: url.clone(),
                 codec: Arc::new(SiftCodec::new(shared)),
+                subqueries_first: false,
             })
         }
         None => None,
@@ -375,6 +379,10 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         if let (0, Some(cluster)) = (mode_index, &cluster) {
             cluster_runs_a_scan(&ctx, &tables, &cluster.url).await?;
         }
+        let cluster = cluster.as_ref().map(|c| Cluster {
+            subqueries_first: matches!(mode, Mode::Dynamic | Mode::Auto),
+            ..c.clone()
+        });
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
         let plans_dir = options.out.join("plans").join(mode.name());
@@ -662,9 +670,13 @@ const BROADCAST_BYTES: usize = 16 << 20;
 const BROADCAST_ROWS: usize = 1 << 20;
 
 /// The Ballista cluster a run submits its statements to.
+#[derive(Clone)]
 struct Cluster {
     url: SchedulerUrl,
     codec: Arc<SiftCodec>,
+    /// Whether a statement's uncorrelated subqueries run first, their answers going into it
+    /// as literals: the run-time filter modes' way across stages (`cluster::subqueries`).
+    subqueries_first: bool,
 }
 
 async fn session(
@@ -874,11 +886,26 @@ async fn run_planned(
 ) -> StatementRun {
     let planning =
         |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
-    let plan = match ctx.sql(sql).await {
-        Ok(frame) => frame.create_physical_plan().await,
-        Err(e) => Err(e),
+    let frame = match ctx.sql(sql).await {
+        Ok(frame) => frame,
+        Err(e) => return (Err(planning(e)), None),
     };
-    let plan = match plan {
+    // The plans of the jobs that ran the statement's subqueries first, if any.
+    let (frame, run_first) = match cluster.filter(|c| c.subqueries_first) {
+        Some(cluster) => match subqueries_first(ctx, frame, cluster).await {
+            Ok(done) => done,
+            Err(e) => {
+                let e = e.to_string();
+                let e = format!(
+                    "q{n}: a subquery run first failed: {}",
+                    without_job(first_line(&e))
+                );
+                return (Err(e), None);
+            }
+        },
+        None => (frame, String::new()),
+    };
+    let plan = match frame.create_physical_plan().await {
         Ok(plan) => plan,
         Err(e) => return (Err(planning(e)), None),
     };
@@ -900,7 +927,7 @@ async fn run_planned(
         (Some(cluster), Some(job)) => match stages::plans(&cluster.url, job.as_ref()).await {
             Ok(text) => {
                 let joins = stages::join_tree(&text);
-                (text, joins)
+                (run_first + &text, joins)
             }
             Err(e) => {
                 return (
@@ -909,7 +936,9 @@ async fn run_planned(
                 )
             }
         },
-        _ => (local(), join_tree(&plan)),
+        // A statement the planner answered without a job (its subqueries' answers made it
+        // empty) ran here.
+        _ => (run_first + &local(), join_tree(&plan)),
     };
     let (bytes_received, bytes_scanned) = match cluster {
         Some(_) => {
@@ -936,6 +965,40 @@ async fn run_planned(
             bytes_scanned,
         }),
     )
+}
+
+/// `frame` with its uncorrelated subqueries run on the cluster first and replaced by their
+/// answers, and those jobs' stage plans, each under a `Subquery run first, job ID:` line, in
+/// the order they finished.
+async fn subqueries_first(
+    ctx: &SessionContext,
+    frame: DataFrame,
+    cluster: &Cluster,
+) -> std::result::Result<(DataFrame, String), DataFusionError> {
+    let plans = std::sync::Mutex::new(String::new());
+    let run_job = |plan: LogicalPlan| {
+        let plans = &plans;
+        async move {
+            let physical = ctx.state().create_physical_plan(&plan).await?;
+            let rows = physical_plan::collect(Arc::clone(&physical), ctx.task_ctx()).await?;
+            let job = physical
+                .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
+                .and_then(|exec| exec.job_id());
+            if let Some(job) = job {
+                let text = stages::plans(&cluster.url, job.as_ref())
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                if let Ok(mut plans) = plans.lock() {
+                    plans.push_str(&format!("Subquery run first, job {job}:\n{text}"));
+                }
+            }
+            Ok(rows)
+        }
+        .boxed()
+    };
+    let plan = subqueries::run_first(frame.into_unoptimized_plan(), &run_job).await?;
+    let plans = plans.into_inner().unwrap_or_default();
+    Ok((DataFrame::new(ctx.state(), plan), plans))
 }
 
 /// A Ballista job's error without the job's id and stage number (`Job 038HMGFCP4000 failed:

@@ -15,6 +15,7 @@ mod codec;
 mod engine;
 pub mod process;
 pub mod stages;
+pub(crate) mod subqueries;
 
 use std::fmt;
 
