@@ -137,25 +137,31 @@ fn decoded_relabels(plan: &dyn ExecutionPlan) -> Relabels {
     found
 }
 
-/// Whether `plan` is a projection that passes every input column through in place, at most
-/// cast to its own type: what `UnionExec::try_new` adds to align a branch's nullability.
+/// Whether `plan` is a projection of the kind `UnionExec::try_new` adds to align a branch's
+/// fields with the union's: every input column passed through in place, under its own name
+/// where its field is unchanged, cast to its own type where the field changes (nullability,
+/// name), and at least one such cast. A projection that renames a bare column (q2's
+/// `ws_sold_date_sk@0 as sold_date_sk`) is the planner's and is in the scheduler's copy too.
 fn is_relabel(plan: &dyn ExecutionPlan) -> bool {
     let Some(projection) = plan.downcast_ref::<ProjectionExec>() else {
         return false;
     };
     let input = projection.input().schema();
     let exprs = projection.expr();
+    let in_place = |expr: &dyn datafusion::physical_expr::PhysicalExpr, i: usize| {
+        expr.downcast_ref::<Column>()
+            .is_some_and(|c| c.index() == i)
+    };
     exprs.len() == input.fields().len()
+        && exprs.iter().any(|p| p.expr.is::<CastExpr>())
         && exprs.iter().enumerate().all(|(i, p)| {
-            let expr = p.expr.as_ref();
-            let (column, cast_to) = match expr.downcast_ref::<CastExpr>() {
-                Some(cast) => (cast.expr().as_ref(), Some(cast.cast_type())),
-                None => (expr, None),
-            };
-            column
-                .downcast_ref::<Column>()
-                .is_some_and(|c| c.index() == i)
-                && cast_to.is_none_or(|t| t == input.field(i).data_type())
+            let field = input.field(i);
+            match p.expr.downcast_ref::<CastExpr>() {
+                Some(cast) => {
+                    in_place(cast.expr().as_ref(), i) && cast.cast_type() == field.data_type()
+                }
+                None => in_place(p.expr.as_ref(), i) && &p.alias == field.name(),
+            }
         })
 }
 
@@ -268,6 +274,19 @@ mod tests {
         let relabel = Arc::clone(planned.children()[0]);
         assert!(is_relabel(relabel.as_ref()), "the union's own");
         assert!(!is_relabel(relabel.children()[0].as_ref()), "the constant");
+        let column = Arc::clone(planned.children()[1]);
+        let rename = |name: &str| {
+            ProjectionExec::try_new(
+                [ProjectionExpr {
+                    expr: Arc::new(Column::new("x", 0)),
+                    alias: name.into(),
+                }],
+                Arc::clone(&column),
+            )
+            .expect("projection")
+        };
+        assert!(!is_relabel(&rename("y")), "a rename is the planner's");
+        assert!(!is_relabel(&rename("x")), "an identity changes nothing");
         // Only right under a union.
         assert_eq!(
             decoded_relabels(relabel.as_ref()).positions,
