@@ -27,6 +27,7 @@
 //! Negated `NOT IN`, `EXISTS` and correlated subqueries are left to the planner.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
@@ -130,27 +131,34 @@ async fn answer<'a>(expr: &Expr, run: &'a RunJob<'a>) -> DfResult<Option<Expr>> 
             subquery,
             negated: false,
         }) => {
-            let inner = run_first(subquery.subquery.as_ref().clone(), run).await?;
-            let joins = inner.exists(|node| Ok(matches!(node, LogicalPlan::Join(_))))?;
-            let still_nested = !uncorrelated(&inner)?.is_empty()
-                || inner.exists(|node| {
-                    let mut nested = false;
-                    node.apply_expressions(|e| {
-                        nested |= e.exists(|e| Ok(is_subquery(e)))?;
-                        Ok(TreeNodeRecursion::Continue)
-                    })?;
-                    Ok(nested)
-                })?;
-            if joins || still_nested {
+            if subquery
+                .subquery
+                .exists(|node| Ok(matches!(node, LogicalPlan::Join(_))))?
+            {
                 return Ok(None);
             }
-            let job = LogicalPlanBuilder::from(inner)
+            let inner = run_first(subquery.subquery.as_ref().clone(), run).await?;
+            // Kept, the subquery keeps the answers its own subqueries got.
+            let kept = |inner: LogicalPlan| {
+                Expr::InSubquery(InSubquery {
+                    expr: probe.clone(),
+                    subquery: Subquery {
+                        subquery: Arc::new(inner),
+                        ..subquery.clone()
+                    },
+                    negated: false,
+                })
+            };
+            if has_subquery(&inner)? {
+                return Ok(Some(kept(inner)));
+            }
+            let job = LogicalPlanBuilder::from(inner.clone())
                 .distinct()?
                 .limit(0, Some(MAX_LIST + 1))?
                 .build()?;
             let values = column_values(&run(job).await?)?;
             if values.len() > MAX_LIST {
-                return Ok(None);
+                return Ok(Some(kept(inner)));
             }
             Ok(Some(Expr::InList(InList {
                 expr: probe.clone(),
@@ -162,11 +170,21 @@ async fn answer<'a>(expr: &Expr, run: &'a RunJob<'a>) -> DfResult<Option<Expr>> 
     }
 }
 
-fn is_subquery(expr: &Expr) -> bool {
-    matches!(
-        expr,
-        Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)
-    )
+/// Whether any expression of `plan` still holds a subquery.
+fn has_subquery(plan: &LogicalPlan) -> DfResult<bool> {
+    plan.exists(|node| {
+        let mut found = false;
+        node.apply_expressions(|e| {
+            found |= e.exists(|e| {
+                Ok(matches!(
+                    e,
+                    Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_)
+                ))
+            })?;
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        Ok(found)
+    })
 }
 
 /// The values of the first column of `batches`, in order.
