@@ -26,12 +26,13 @@
 //! operator with metrics in its own copy of the plan gets the n-th metric set a task sent.
 //! The executor's copy is decoded from protobuf, and decoding a `UnionExec` is not the
 //! identity: `UnionExec::try_new` puts a relabelling `ProjectionExec` above every branch
-//! whose fields differ from the union's in nullability only (a `CAST(0.00 AS …)` branch
+//! whose fields differ from the union's in nullability or name (a `CAST(0.00 AS …)` branch
 //! beside a nullable column). The scheduler's copy has no such projection, the counts differ,
 //! and Ballista then shows the stage bare, without the scans' bytes (TPC-DS q5's union
 //! stages). [`JoinFiltersOn::collect_plan_metrics`] leaves those projections' metric sets
 //! out ([`decoded_relabels`]), so every task sends one set per operator of the scheduler's
-//! plan.
+//! plan. A relabelling projection the planner itself left right under a union would be
+//! left out too; the stage then comes back bare as before, and `run` warns.
 
 use std::fmt;
 use std::sync::Arc;

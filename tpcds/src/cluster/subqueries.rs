@@ -316,9 +316,7 @@ mod tests {
             .collect()
             .await
             .expect("rows");
-        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
-            .expect("format")
-            .to_string()
+        pretty(&batches)
     }
 
     fn pretty(batches: &[RecordBatch]) -> String {
