@@ -14,8 +14,8 @@
 //!
 //! - a scalar subquery becomes its value (NULL when it has no row; more than one row is an
 //!   error, as in DataFusion);
-//! - `x IN (subquery)` becomes `x IN (v1, v2, …)` when the subquery, its own subqueries
-//!   replaced, joins nothing and has at most [`MAX_LIST`] distinct values. A larger answer
+//! - `x IN (subquery)` becomes `x IN (v1, v2, …)` when the subquery joins nothing and,
+//!   its own subqueries answered, has at most [`MAX_LIST`] distinct values. A larger answer
 //!   keeps the subquery (a join's run-time filter then does what it can in its stage);
 //!   a subquery that joins is not run first at all, since its answer is likely large and the
 //!   work would be done twice.
@@ -39,7 +39,7 @@ use futures::future::{try_join_all, BoxFuture};
 use futures::FutureExt;
 
 /// The most values an `IN` subquery's answer may have to become a literal list.
-pub(crate) const MAX_LIST: usize = 1000;
+const MAX_LIST: usize = 1000;
 
 /// Runs one job to its rows (on the cluster, recording its plan beside the statement's).
 pub(crate) type RunJob<'a> =
@@ -276,9 +276,12 @@ mod tests {
         ctx
     }
 
-    /// `sql` with its subqueries run first: its plan, its rows, and the jobs run before it.
-    async fn run_with_subqueries_first(sql: &str) -> (String, Vec<RecordBatch>, usize) {
-        let ctx = session().await;
+    /// `sql` planned in `ctx` with its subqueries run first by jobs of `ctx`, and how many
+    /// jobs ran.
+    async fn planned_with_subqueries_first(
+        ctx: &SessionContext,
+        sql: &str,
+    ) -> (DfResult<LogicalPlan>, usize) {
         let jobs = Arc::new(Mutex::new(0));
         let run_job = {
             let ctx = ctx.clone();
@@ -294,29 +297,30 @@ mod tests {
             }
         };
         let plan = ctx.sql(sql).await.expect("planned").into_unoptimized_plan();
-        let plan = run_first(plan, &run_job).await.expect("subqueries run");
-        let text = plan.display_indent().to_string();
-        let rows = ctx
-            .execute_logical_plan(plan)
-            .await
-            .expect("plan")
-            .collect()
-            .await
-            .expect("rows");
+        let plan = run_first(plan, &run_job).await;
         let jobs = *jobs.lock().expect("jobs");
-        (text, rows, jobs)
+        (plan, jobs)
     }
 
+    /// `sql` with its subqueries run first: its plan, its rows, and the jobs run before it.
+    async fn run_with_subqueries_first(sql: &str) -> (String, Vec<RecordBatch>, usize) {
+        let ctx = session().await;
+        let (plan, jobs) = planned_with_subqueries_first(&ctx, sql).await;
+        let plan = plan.expect("subqueries run");
+        let text = plan.display_indent().to_string();
+        (text, collect(&ctx, plan).await, jobs)
+    }
+
+    /// The rows of `sql` as DataFusion answers it alone.
     async fn rows(sql: &str) -> String {
         let ctx = session().await;
-        let batches = ctx
-            .sql(sql)
-            .await
-            .expect("sql")
-            .collect()
-            .await
-            .expect("rows");
-        pretty(&batches)
+        let plan = ctx.sql(sql).await.expect("sql").into_unoptimized_plan();
+        pretty(&collect(&ctx, plan).await)
+    }
+
+    async fn collect(ctx: &SessionContext, plan: LogicalPlan) -> Vec<RecordBatch> {
+        let frame = ctx.execute_logical_plan(plan).await.expect("plan");
+        frame.collect().await.expect("rows")
     }
 
     fn pretty(batches: &[RecordBatch]) -> String {
@@ -362,19 +366,9 @@ mod tests {
     #[tokio::test]
     async fn a_scalar_of_many_rows_is_an_error() {
         let ctx = session().await;
-        let run_job = {
-            let ctx = ctx.clone();
-            move |plan: LogicalPlan| {
-                let ctx = ctx.clone();
-                async move { ctx.execute_logical_plan(plan).await?.collect().await }.boxed()
-            }
-        };
-        let plan = ctx
-            .sql("SELECT amount FROM sales WHERE amount > (SELECT d_week FROM dates)")
-            .await
-            .expect("planned")
-            .into_unoptimized_plan();
-        let error = run_first(plan, &run_job).await.expect_err("two rows");
+        let sql = "SELECT amount FROM sales WHERE amount > (SELECT d_week FROM dates)";
+        let (plan, _) = planned_with_subqueries_first(&ctx, sql).await;
+        let error = plan.expect_err("two rows");
         assert!(error.to_string().contains("more than one row"), "{error}");
     }
 
