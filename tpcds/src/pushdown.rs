@@ -331,12 +331,23 @@ pub fn from_physical(
         };
     }
     if let Some(list) = expr.downcast_ref::<phys::InListExpr>() {
+        // A join's key list holds a NULL when a build row's key is NULL (a nullable foreign
+        // key, e.g. q85's wr_refunded_cdemo_sk). `k IN (…, NULL)` is NULL, never true, where
+        // `k` matches no other member, so as a filter it passes exactly the rows `k IN (…)`
+        // passes. (Under NOT it would pass none; such a list is not lowered.)
+        let is_null = |e: &Arc<dyn PhysicalExpr>| {
+            e.downcast_ref::<phys::Literal>()
+                .is_some_and(|l| l.value().is_null())
+        };
+        let values: Vec<ScalarValue> = list
+            .list()
+            .iter()
+            .filter(|e| list.negated() || !is_null(e))
+            .map(physical_lit)
+            .collect::<Option<_>>()?;
         return in_list(
             physical_col(list.expr(), output_to_file, schema)?,
-            list.list()
-                .iter()
-                .map(physical_lit)
-                .collect::<Option<_>>()?,
+            values,
             list.negated(),
         );
     }
@@ -990,6 +1001,24 @@ mod tests {
                 .unwrap(),
             )
         };
+        // A NULL key in the list (a build row with a NULL foreign key) lets no row through:
+        // it is left out rather than the whole list.
+        let with_null: Arc<dyn PhysicalExpr> = Arc::new(
+            InListExpr::try_new(
+                Arc::clone(&k),
+                vec![plit(9), plit(ScalarValue::Int32(None)), plit(5)],
+                false,
+                &output,
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            from_physical(&with_null, &[3, 0], &schema)
+                .unwrap()
+                .to_sql()
+                .unwrap(),
+            format!("({guard} IN (5, 9))")
+        );
         let two = case(Arc::new(PBin::new(Arc::clone(&k), Operator::Eq, plit(7))));
         assert_eq!(
             from_physical(&two, &[3, 0], &schema)

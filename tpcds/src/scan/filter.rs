@@ -94,6 +94,7 @@ impl ScanFilters {
                 let _ =
                     tokio::time::timeout(Duration::from_secs(120), dynamic.wait_complete()).await;
             }
+            tracing::debug!("run-time filter when complete: {expr}");
             let pred = pushdown::from_physical(&expr, &statement.projection, &statement.schema);
             if let Some(pred) = pred.filter(|p| p.to_sql_in(naming).is_some()) {
                 dynamic_preds.push(pred);
