@@ -35,7 +35,7 @@ use futures::FutureExt;
 use md5::{Digest, Md5};
 use serde::Serialize;
 
-use crate::cluster::{stages, subqueries, SchedulerUrl, SiftCodec};
+use crate::cluster::{keys, stages, subqueries, SchedulerUrl, SiftCodec};
 use crate::error::{Error, Result};
 use crate::layout::Format;
 use crate::load::list_keys;
@@ -359,7 +359,8 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             Some(Cluster {
                 url: url.clone(),
                 codec: Arc::new(SiftCodec::new(shared)),
-                subqueries_first: false,
+                parts_first: false,
+                key_list_budget: keys::list_budget(store.behaviour.max_expression_bytes),
             })
         }
         None => None,
@@ -380,7 +381,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             cluster_runs_a_scan(&ctx, &tables, &cluster.url).await?;
         }
         let cluster = cluster.as_ref().map(|c| Cluster {
-            subqueries_first: matches!(mode, Mode::Dynamic | Mode::Auto),
+            parts_first: matches!(mode, Mode::Dynamic | Mode::Auto),
             ..c.clone()
         });
         let rows_dir = options.out.join("rows").join(mode.name());
@@ -674,9 +675,11 @@ const BROADCAST_ROWS: usize = 1 << 20;
 struct Cluster {
     url: SchedulerUrl,
     codec: Arc<SiftCodec>,
-    /// Whether a statement's uncorrelated subqueries run first, their answers going into it
-    /// as literals: the run-time filter modes' way across stages (`cluster::subqueries`).
-    subqueries_first: bool,
+    /// Whether parts of a statement run first, their answers going into it as literals: the
+    /// run-time filter modes' way across stages ([`parts_first`]).
+    parts_first: bool,
+    /// The longest join-key list the store takes, in bytes of SQL (`cluster::keys`).
+    key_list_budget: Option<usize>,
 }
 
 async fn session(
@@ -890,14 +893,14 @@ async fn run_planned(
         Ok(frame) => frame,
         Err(e) => return (Err(planning(e)), None),
     };
-    // The plans of the jobs that ran the statement's subqueries first, if any.
-    let (frame, run_first) = match cluster.filter(|c| c.subqueries_first) {
-        Some(cluster) => match subqueries_first(ctx, frame, cluster).await {
+    // The plans of the jobs that ran parts of the statement first, if any.
+    let (frame, run_first) = match cluster.filter(|c| c.parts_first) {
+        Some(cluster) => match parts_first(ctx, frame, cluster).await {
             Ok(done) => done,
             Err(e) => {
                 let e = e.to_string();
                 let e = format!(
-                    "q{n}: a subquery run first failed: {}",
+                    "q{n}: a part run first failed: {}",
                     without_job(first_line(&e))
                 );
                 return (Err(e), None);
@@ -967,38 +970,61 @@ async fn run_planned(
     )
 }
 
-/// `frame` with its uncorrelated subqueries run on the cluster first and replaced by their
-/// answers, and those jobs' stage plans, each under a `Subquery run first, job ID:` line, in
-/// the order they finished.
-async fn subqueries_first(
+/// `frame` with parts of it run on the cluster first, the run-time filter modes' way across
+/// stages: its uncorrelated subqueries, replaced by their answers (`cluster::subqueries`),
+/// then its filtered dimensions' join keys, put as filters on the sides they join
+/// (`cluster::keys`). Also those jobs' stage plans, each under a line naming what it ran
+/// (`Subquery run first, job ID:` or `Join keys read first, job ID:`), in the order they
+/// finished.
+async fn parts_first(
     ctx: &SessionContext,
     frame: DataFrame,
     cluster: &Cluster,
 ) -> std::result::Result<(DataFrame, String), DataFusionError> {
     let plans = std::sync::Mutex::new(String::new());
-    let run_job = |plan: LogicalPlan| {
+    let runner = |what: &'static str| {
         let plans = &plans;
-        async move {
-            let physical = ctx.state().create_physical_plan(&plan).await?;
-            let rows = physical_plan::collect(Arc::clone(&physical), ctx.task_ctx()).await?;
-            let job = physical
-                .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
-                .and_then(|exec| exec.job_id());
-            if let Some(job) = job {
-                let text = stages::plans(&cluster.url, job.as_ref())
-                    .await
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                if let Ok(mut plans) = plans.lock() {
-                    plans.push_str(&format!("Subquery run first, job {job}:\n{text}"));
+        move |plan: LogicalPlan| {
+            async move {
+                let physical = ctx.state().create_physical_plan(&plan).await?;
+                let rows = physical_plan::collect(Arc::clone(&physical), ctx.task_ctx()).await?;
+                let job = physical
+                    .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
+                    .and_then(|exec| exec.job_id());
+                if let Some(job) = job {
+                    let text = stages::plans(&cluster.url, job.as_ref())
+                        .await
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                    if let Ok(mut plans) = plans.lock() {
+                        plans.push_str(&format!("{what}, job {job}:\n{text}"));
+                    }
                 }
+                Ok(rows)
             }
-            Ok(rows)
+            .boxed()
         }
-        .boxed()
     };
-    let plan = subqueries::run_first(frame.into_unoptimized_plan(), &run_job).await?;
+    let run_subquery = runner("Subquery run first");
+    let plan = subqueries::run_first(frame.into_unoptimized_plan(), &run_subquery).await?;
+    let read_keys = runner("Join keys read first");
+    let optimized = ctx.state().optimize(&plan)?;
+    let plan = match keys::narrow(optimized, &read_keys, cluster.key_list_budget).await? {
+        // The statement is planned again from the narrowed plan, and an optimized plan
+        // optimized again does not always survive Ballista's protobuf round trip to the
+        // scheduler (q32's decorrelated subquery): such a statement goes as it was.
+        Some(narrowed) if round_trips(ctx, &ctx.state().optimize(&narrowed)?, cluster) => narrowed,
+        _ => plan,
+    };
     let plans = plans.into_inner().unwrap_or_default();
     Ok((DataFrame::new(ctx.state(), plan), plans))
+}
+
+/// Whether `plan` comes back from protobuf as the scheduler will decode it.
+fn round_trips(ctx: &SessionContext, plan: &LogicalPlan, cluster: &Cluster) -> bool {
+    use datafusion_proto::logical_plan::AsLogicalPlan;
+    LogicalPlanNode::try_from_logical_plan(plan, cluster.codec.as_ref())
+        .and_then(|node| node.try_into_logical_plan(&ctx.task_ctx(), cluster.codec.as_ref()))
+        .is_ok()
 }
 
 /// A Ballista job's error without the job's id and stage number (`Job 038HMGFCP4000 failed:

@@ -13,9 +13,12 @@
 
 mod codec;
 mod engine;
+pub(crate) mod keys;
 pub mod process;
 pub mod stages;
 pub(crate) mod subqueries;
+#[cfg(test)]
+mod test_tables;
 
 use std::fmt;
 

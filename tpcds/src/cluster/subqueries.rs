@@ -171,7 +171,7 @@ async fn answer<'a>(expr: &Expr, run: &'a RunJob<'a>) -> DfResult<Option<Expr>> 
 }
 
 /// Whether any expression of `plan` still holds a subquery.
-fn has_subquery(plan: &LogicalPlan) -> DfResult<bool> {
+pub(super) fn has_subquery(plan: &LogicalPlan) -> DfResult<bool> {
     plan.exists(|node| {
         let mut found = false;
         node.apply_expressions(|e| {
@@ -188,7 +188,7 @@ fn has_subquery(plan: &LogicalPlan) -> DfResult<bool> {
 }
 
 /// The values of the first column of `batches`, in order.
-fn column_values(batches: &[RecordBatch]) -> DfResult<Vec<ScalarValue>> {
+pub(super) fn column_values(batches: &[RecordBatch]) -> DfResult<Vec<ScalarValue>> {
     let mut values = Vec::new();
     for batch in batches {
         let Some(column) = batch.columns().first() else {
@@ -231,50 +231,8 @@ fn replace(plan: LogicalPlan, answers: &HashMap<Expr, Expr>) -> DfResult<Logical
 mod tests {
     use super::*;
 
-    use std::sync::{Arc, Mutex};
-
-    use datafusion::arrow::array::{Int32Array, StringArray};
-    use datafusion::arrow::datatypes::{DataType, Field, Schema};
-    use datafusion::datasource::MemTable;
+    use super::super::test_tables::{collect, pretty, rewritten, session, sorted_lines};
     use datafusion::prelude::SessionContext;
-
-    /// A session with `dates(d_date, d_week)` (weeks 1, 1, 2) and `sales(date, amount)`.
-    async fn session() -> SessionContext {
-        let ctx = SessionContext::new();
-        let table = |fields: Vec<Field>, columns: Vec<datafusion::arrow::array::ArrayRef>| {
-            let schema = Arc::new(Schema::new(fields));
-            let batch = RecordBatch::try_new(Arc::clone(&schema), columns).expect("batch");
-            Arc::new(MemTable::try_new(schema, vec![vec![batch]]).expect("table"))
-        };
-        let dates = table(
-            vec![
-                Field::new("d_date", DataType::Utf8, false),
-                Field::new("d_week", DataType::Int32, false),
-            ],
-            vec![
-                Arc::new(StringArray::from(vec!["a", "b", "c"])),
-                Arc::new(Int32Array::from(vec![1, 1, 2])),
-            ],
-        );
-        let sales = table(
-            vec![
-                Field::new("date", DataType::Utf8, true),
-                Field::new("amount", DataType::Int32, false),
-            ],
-            vec![
-                Arc::new(StringArray::from(vec![
-                    Some("a"),
-                    Some("b"),
-                    Some("c"),
-                    None,
-                ])),
-                Arc::new(Int32Array::from(vec![10, 20, 30, 40])),
-            ],
-        );
-        ctx.register_table("dates", dates).expect("dates");
-        ctx.register_table("sales", sales).expect("sales");
-        ctx
-    }
 
     /// `sql` planned in `ctx` with its subqueries run first by jobs of `ctx`, and how many
     /// jobs ran.
@@ -282,24 +240,8 @@ mod tests {
         ctx: &SessionContext,
         sql: &str,
     ) -> (DfResult<LogicalPlan>, usize) {
-        let jobs = Arc::new(Mutex::new(0));
-        let run_job = {
-            let ctx = ctx.clone();
-            let jobs = Arc::clone(&jobs);
-            move |plan: LogicalPlan| {
-                let ctx = ctx.clone();
-                let jobs = Arc::clone(&jobs);
-                async move {
-                    *jobs.lock().expect("jobs") += 1;
-                    ctx.execute_logical_plan(plan).await?.collect().await
-                }
-                .boxed()
-            }
-        };
         let plan = ctx.sql(sql).await.expect("planned").into_unoptimized_plan();
-        let plan = run_first(plan, &run_job).await;
-        let jobs = *jobs.lock().expect("jobs");
-        (plan, jobs)
+        rewritten(ctx, plan, run_first).await
     }
 
     /// `sql` with its subqueries run first: its plan, its rows, and the jobs run before it.
@@ -312,21 +254,10 @@ mod tests {
     }
 
     /// The rows of `sql` as DataFusion answers it alone.
-    async fn rows(sql: &str) -> String {
+    async fn rows(sql: &str) -> Vec<RecordBatch> {
         let ctx = session().await;
         let plan = ctx.sql(sql).await.expect("sql").into_unoptimized_plan();
-        pretty(&collect(&ctx, plan).await)
-    }
-
-    async fn collect(ctx: &SessionContext, plan: LogicalPlan) -> Vec<RecordBatch> {
-        let frame = ctx.execute_logical_plan(plan).await.expect("plan");
-        frame.collect().await.expect("rows")
-    }
-
-    fn pretty(batches: &[RecordBatch]) -> String {
-        datafusion::arrow::util::pretty::pretty_format_batches(batches)
-            .expect("format")
-            .to_string()
+        collect(&ctx, plan).await
     }
 
     #[tokio::test]
@@ -339,7 +270,7 @@ mod tests {
         assert_eq!(jobs, 2, "the scalar, then the list");
         assert!(!plan.contains("Subquery"), "{plan}");
         assert!(plan.contains("IN ([Utf8(\"c\")])"), "{plan}");
-        assert_eq!(pretty(&got), rows(sql).await);
+        assert_eq!(pretty(&got), pretty(&rows(sql).await));
     }
 
     #[tokio::test]
@@ -387,15 +318,7 @@ mod tests {
             let (plan, got, jobs) = run_with_subqueries_first(sql).await;
             assert_eq!(jobs, 0, "{sql}");
             assert!(plan.contains("Subquery"), "{plan}");
-            let mut expected = rows(sql)
-                .await
-                .lines()
-                .map(String::from)
-                .collect::<Vec<_>>();
-            let mut got = pretty(&got).lines().map(String::from).collect::<Vec<_>>();
-            expected.sort();
-            got.sort();
-            assert_eq!(got, expected, "{sql}");
+            assert_eq!(sorted_lines(&got), sorted_lines(&rows(sql).await), "{sql}");
         }
     }
 }

@@ -191,6 +191,11 @@ impl S3Table {
         }
     }
 
+    /// The table's rows, as estimated from its objects' sizes.
+    pub(crate) fn estimated_rows(&self) -> usize {
+        self.def.estimated_rows
+    }
+
     pub(crate) fn def(&self) -> &Arc<TableDef> {
         &self.def
     }
