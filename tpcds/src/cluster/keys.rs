@@ -11,9 +11,10 @@
 //! distributed statement's filtered dimensions answer first with their join keys, as jobs
 //! of their own: for an equi-join whose one side (the *source*) joins nothing and has a
 //! filter, `SELECT DISTINCT key FROM source` runs (NULL keys left out, at most
-//! `max_values + 1` values read, so a dimension whose filter keeps many keys costs little),
-//! and when it has at most `max_values` values the other side gets `key IN (v1, …)` as a
-//! filter on top. The optimizer then pushes that filter down through the other side's joins
+//! [`MAX_VALUES`]` + 1` values answered), and when it has at most [`MAX_VALUES`] values the
+//! other side gets `key IN (v1, …)` as a filter on top. The job's executors may still read
+//! every key the source's filter keeps (Ballista's partial aggregation passes rows on
+//! rather than stopping at the limit), so a source's table has at most [`MAX_SOURCE_ROWS`]. The optimizer then pushes that filter down through the other side's joins
 //! to the scan that reads the key, which lowers it into its S3 Select SQL at planning time —
 //! standard SQL, as any store takes.
 //!
@@ -30,7 +31,7 @@
 
 use std::collections::HashMap;
 
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, NullEquality, Result as DfResult, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::{lit, Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder};
@@ -86,7 +87,7 @@ pub(crate) async fn narrow<'a>(
                 }
             }
         }
-        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        Ok(TreeNodeRecursion::Continue)
     })?;
     if wanted.is_empty() {
         return Ok(None);
@@ -205,7 +206,7 @@ fn is_filtered_dimension(plan: &LogicalPlan) -> DfResult<bool> {
             LogicalPlan::Projection(_) | LogicalPlan::SubqueryAlias(_) => {}
             _ => simple = false,
         }
-        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        Ok(TreeNodeRecursion::Continue)
     })?;
     Ok(simple && filtered && !has_subquery(plan)?)
 }
