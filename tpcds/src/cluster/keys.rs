@@ -12,11 +12,12 @@
 //! of their own: for an equi-join whose one side (the *source*) joins nothing and has a
 //! filter, `SELECT DISTINCT key FROM source` runs (NULL keys left out, at most
 //! [`MAX_VALUES`]` + 1` values answered), and when it has at most [`MAX_VALUES`] values the
-//! other side gets `key IN (v1, …)` as a filter on top. The job's executors may still read
-//! every key the source's filter keeps (Ballista's partial aggregation passes rows on
-//! rather than stopping at the limit), so a source's table has at most [`MAX_SOURCE_ROWS`]. The optimizer then pushes that filter down through the other side's joins
-//! to the scan that reads the key, which lowers it into its S3 Select SQL at planning time —
-//! standard SQL, as any store takes.
+//! other side gets `key IN (v1, …)` as a filter on top. The optimizer then pushes that
+//! filter down through the other side's joins to the scan that reads the key, which lowers
+//! it into its S3 Select SQL at planning time — standard SQL, as any store takes. The job's
+//! executors may still read every key the source's filter keeps (Ballista's partial
+//! aggregation passes rows on rather than stopping at the limit), so a source's table has
+//! at most [`MAX_SOURCE_ROWS`] rows.
 //!
 //! Rows are unchanged: a row of the other side whose key is not among the source's
 //! (non-NULL) keys has no partner, and an inner or semi join drops it anyway. Only joins
