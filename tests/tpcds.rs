@@ -783,6 +783,118 @@ async fn a_finished_query_leaves_no_requests_reading() {
     );
 }
 
+/// A store that takes expressions up to a length (Ceph RGW: 4 KiB) gets no longer select
+/// from a scan: a filter that would make it longer (an IN list of a subquery's answers, say)
+/// is applied by DataFusion over the scan instead, which reads that filter's column too.
+/// The rows are fetch mode's. The Sift gateway here takes any length; the client is told
+/// the store's limit, as its probe of an RGW would tell it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_longer_than_the_store_takes_is_applied_over_the_scan() {
+    use std::sync::Arc;
+
+    use datafusion::physical_plan::displayable;
+    use datafusion::prelude::SessionContext;
+    use sift_tpcds::layout::Format;
+    use sift_tpcds::net::Link;
+    use sift_tpcds::probe::xml_len;
+    use sift_tpcds::scan::{Mode, S3Table, Store};
+
+    let gateway = Gateway::start(&[]);
+    let admin = gateway.client();
+    common::create_bucket(&admin, "long-filters").await;
+    let text: String = (0..3000)
+        .map(|i| format!("{i}|AAAAAAAAAAAAAA{:02}|reason number {i}|\n", i % 7))
+        .collect();
+    common::put(
+        &admin,
+        "long-filters",
+        "reason/part-00000.dat",
+        text.as_bytes(),
+    )
+    .await;
+    let endpoint = sift_tpcds::s3::EndpointArgs {
+        endpoints: vec![gateway.endpoint()],
+        bucket: "long-filters".into(),
+        prefix: String::new(),
+        signing: sift_tpcds::s3::Signing::keys(ACCESS, SECRET, "us-east-1"),
+        virtual_hosted: false,
+    };
+    let client = sift_tpcds::s3::client(&endpoint, Link::unlimited()).await;
+    const LIMIT: usize = 400;
+    let context = |mode: Mode, limit: Option<usize>| {
+        let mut store = Store::new(client.clone(), "long-filters".into(), 4);
+        store.behaviour.max_expression_bytes = limit;
+        let table = S3Table::new(
+            sift_tpcds::schema::table_schema("reason").expect("reason"),
+            vec![("reason/part-00000.dat".into(), text.len() as u64)],
+            40.0,
+            Arc::new(store),
+            mode,
+            Format::Csv,
+        );
+        let ctx = SessionContext::new();
+        ctx.register_table("reason", Arc::new(table)).unwrap();
+        ctx
+    };
+    // 200 keys: an IN list far longer than LIMIT; the other filter fits.
+    let keys: Vec<String> = (0..200).map(|i| (i * 13).to_string()).collect();
+    let sql = format!(
+        "SELECT r_reason_desc FROM reason WHERE r_reason_sk IN ({}) \
+         AND r_reason_id <> 'AAAAAAAAAAAAAA03'",
+        keys.join(", ")
+    );
+    let run = |ctx: SessionContext| {
+        let sql = sql.clone();
+        async move {
+            let frame = ctx.sql(&sql).await.unwrap();
+            let plan = frame.clone().create_physical_plan().await.unwrap();
+            let plan_text = displayable(plan.as_ref()).indent(true).to_string();
+            let mut rows: Vec<String> = frame
+                .collect()
+                .await
+                .unwrap()
+                .iter()
+                .flat_map(|batch| {
+                    use datafusion::arrow::array::{Array, AsArray};
+                    use datafusion::arrow::datatypes::DataType;
+                    let text = datafusion::arrow::compute::cast(batch.column(0), &DataType::Utf8)
+                        .expect("text");
+                    let text = text.as_string::<i32>();
+                    (0..text.len())
+                        .map(|i| text.value(i).to_string())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            rows.sort();
+            (plan_text, rows)
+        }
+    };
+    let (_, fetched) = run(context(Mode::Fetch, None)).await;
+    // Keys 0, 13, … 2587 below 3000, less those whose id ends in 03.
+    let expected = (0..200).filter(|i| (i * 13) % 7 != 3).count();
+    assert_eq!(fetched.len(), expected);
+
+    let (plan, pushed) = run(context(Mode::Pushdown, Some(LIMIT))).await;
+    assert_eq!(pushed, fetched, "{plan}");
+    assert!(plan.contains("FilterExec"), "{plan}");
+    let scan = plan
+        .lines()
+        .find(|l| l.contains("table=reason"))
+        .expect("the scan");
+    assert!(
+        scan.contains("where=") && !scan.contains(" IN "),
+        "the short filter is sent, the IN list is not: {scan}"
+    );
+    let select = scan.split("where=").nth(1).unwrap_or_default();
+    assert!(xml_len(select) < LIMIT, "{scan}");
+
+    // Without a limit the store gets both filters, and nothing is left over.
+    let (plan, unlimited) = run(context(Mode::Pushdown, None)).await;
+    assert_eq!(unlimited, fetched);
+    assert!(!plan.contains("FilterExec"), "{plan}");
+    assert!(plan.contains(" IN "), "{plan}");
+}
+
 /// The checksum of each statement's rows in `mode` of the run in `out`, by query.
 fn checksums(out: &Path, mode: &str) -> std::collections::BTreeMap<String, String> {
     json(&out.join("results.json"))

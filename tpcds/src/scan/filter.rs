@@ -82,7 +82,8 @@ impl ScanFilters {
     /// The statement every request of the scan sends, once the dynamic filters are final:
     /// the planned filter and as many of the dynamic ones, in their order, as keep it within
     /// what the store takes ([`SelectBehaviour::takes`]). A dynamic filter left out (or one
-    /// with no S3 Select form) costs bytes, not rows; the planned filter is always sent.
+    /// with no S3 Select form) costs bytes, not rows; the planned filter is always sent (the
+    /// table planned no more of it than the store takes, `TableDef::fit`).
     pub(super) async fn statement(self, statement: Statement) -> DfResult<String> {
         let naming = naming(statement.format, &statement.schema, statement.behaviour);
         let mut dynamic_preds = Vec::new();
@@ -132,7 +133,7 @@ pub(super) struct ClientFilter {
     /// use (dropped again once the filters have run).
     pub(super) read: Vec<usize>,
     /// The conjunction of the filters, over the columns `read`.
-    predicate: Arc<dyn PhysicalExpr>,
+    pub(super) predicate: Arc<dyn PhysicalExpr>,
 }
 
 impl ClientFilter {

@@ -187,6 +187,20 @@ impl ScanSource {
         statement.sql(clause.as_deref())
     }
 
+    /// Whether the store takes the scan's statement with its planned filters (its run-time
+    /// ones are dropped as far as needed, [`ScanFilters::statement`]).
+    pub(super) fn planned_fits(&self) -> bool {
+        let statement = self.statement();
+        let clause = self.filters.planned.as_ref().and_then(|p| {
+            p.to_sql_in(naming(
+                statement.format,
+                &statement.schema,
+                statement.behaviour,
+            ))
+        });
+        statement.behaviour.takes(&statement.sql(clause.as_deref()))
+    }
+
     fn statement(&self) -> Statement {
         let (columns, results) = match self.typed_list() {
             Some(typed) => (typed, Results::arrow(self.table.store.compress_arrow)),

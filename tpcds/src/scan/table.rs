@@ -12,6 +12,7 @@ use datafusion::datasource::source::DataSourceExec;
 use datafusion::datasource::table_schema::TableSchema as DfTableSchema;
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::filter::FilterExecBuilder;
 use datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 use datafusion::physical_plan::ExecutionPlan;
 
@@ -251,20 +252,108 @@ impl TableProvider for S3Table {
             .iter()
             .map(|f| self.lowered(f).map_or_else(|| self.def.lower(f), Ok))
             .collect::<DfResult<_>>()?;
-        let mode = self.def.scan_mode(projection.len(), !preds.is_empty());
+        let fitted = self.def.fit(state, &projection, filters, preds)?;
+        let Some(over) = fitted.over else {
+            return self.def.plan(state, projection, fitted.pushed);
+        };
+        // Read the columns the filters left over use too, apply them, and drop those
+        // columns again: the scan's output is as DataFusion planned it.
+        let scan = self.def.plan(state, over.read.clone(), fitted.pushed)?;
+        let output: Vec<usize> = (0..projection.len()).collect();
+        let filter = FilterExecBuilder::new(over.predicate, scan).apply_projection(Some(output))?;
+        Ok(Arc::new(filter.build()?))
+    }
+}
+
+/// The filters one scan's statement takes, and those it leaves over.
+struct Fitted {
+    /// The filters the store applies, each with its S3 Select form.
+    pushed: (Vec<Expr>, Vec<Pred>),
+    /// The filters that would make the statement longer than the store takes, applied by
+    /// DataFusion over the scan; `None` when the statement takes them all.
+    over: Option<ClientFilter>,
+}
+
+impl TableDef {
+    /// Which of a scan's filters its statement can carry: all of them, unless the store has
+    /// a limit on the expression's length (Ceph RGW's 4 KiB) and they exceed it — say an IN
+    /// list of a subquery's thousand answers. Then the filters are taken in their order,
+    /// each one while the statement still fits, and the others are left over. The check is
+    /// of the statement that reads the projection's columns and every filter's (the most a
+    /// scan with filters left over reads), in pushdown mode in every mode, so that the three
+    /// modes plan the same tree. Run-time filters are not counted: they are dropped as
+    /// needed when the scan starts ([`ScanFilters::statement`]).
+    fn fit(
+        self: &Arc<TableDef>,
+        state: &dyn Session,
+        projection: &[usize],
+        filters: &[Expr],
+        preds: Vec<Pred>,
+    ) -> DfResult<Fitted> {
+        let all = (filters.to_vec(), preds);
+        let fits =
+            |columns: &[usize], (filters, preds): &(Vec<Expr>, Vec<Pred>)| -> DfResult<bool> {
+                let pushed = ScanSource::new(
+                    Arc::clone(self),
+                    state,
+                    Mode::Pushdown,
+                    columns.to_vec(),
+                    filters.clone(),
+                    preds.clone(),
+                )?;
+                Ok(pushed.planned_fits())
+            };
+        if self.store.behaviour.max_expression_bytes.is_none() || fits(projection, &all)? {
+            return Ok(Fitted {
+                pushed: all,
+                over: None,
+            });
+        }
+        let widest = ClientFilter::new(state, &self.schema, projection, filters)?.read;
+        let (mut pushed, mut over) = ((Vec::new(), Vec::new()), Vec::new());
+        for (filter, pred) in all.0.into_iter().zip(all.1) {
+            pushed.0.push(filter);
+            pushed.1.push(pred);
+            if !fits(&widest, &pushed)? {
+                pushed.1.pop();
+                over.extend(pushed.0.pop());
+            }
+        }
+        tracing::debug!(
+            "{}: {} of {} filters make the select longer than the store takes; DataFusion applies them",
+            self.name,
+            over.len(),
+            filters.len()
+        );
+        let over = match over.is_empty() {
+            true => None,
+            false => Some(ClientFilter::new(state, &self.schema, projection, &over)?),
+        };
+        Ok(Fitted { pushed, over })
+    }
+
+    /// The scan of the columns `projection` with the filters `pushed` (and their S3 Select
+    /// forms), in the table's mode.
+    fn plan(
+        self: &Arc<TableDef>,
+        state: &dyn Session,
+        projection: Vec<usize>,
+        (filters, preds): (Vec<Expr>, Vec<Pred>),
+    ) -> DfResult<Arc<dyn ExecutionPlan>> {
+        let mode = self.scan_mode(projection.len(), !preds.is_empty());
         let source = |mode| {
             ScanSource::new(
-                Arc::clone(&self.def),
+                Arc::clone(self),
                 state,
                 mode,
                 projection.clone(),
-                filters.to_vec(),
+                filters.clone(),
                 preds.clone(),
             )
         };
         let source = match mode {
             // A Parquet scan chooses when it starts, once its run-time filters are known.
-            Mode::Auto if self.def.format == Format::Parquet => source(Mode::Auto)?,
+            Mode::Auto if self.format == Format::Parquet => source(Mode::Auto)?,
             Mode::Auto => {
                 let pushed = source(Mode::Dynamic)?;
                 let choice = pushed.choose();
@@ -279,7 +368,7 @@ impl TableProvider for S3Table {
             mode => source(mode)?,
         };
         let target = state.config_options().execution.target_partitions.max(1);
-        let partitions = self.def.plan_requests(source.mode, target);
+        let partitions = self.plan_requests(source.mode, target);
         Ok(source.into_plan(partitions))
     }
 }
