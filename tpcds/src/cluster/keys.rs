@@ -10,14 +10,13 @@
 //! So in the run-time filter modes, after [`super::subqueries`] and the optimizer, a
 //! distributed statement's filtered dimensions answer first with their join keys, as jobs
 //! of their own: for an equi-join whose one side (the *source*) joins nothing and has a
-//! filter, `SELECT DISTINCT key FROM source` runs (NULL keys left out, at most
-//! [`MAX_VALUES`]` + 1` values answered), and when it has at most [`MAX_VALUES`] values the
-//! other side gets `key IN (v1, …)` as a filter on top. The optimizer then pushes that
-//! filter down through the other side's joins to the scan that reads the key, which lowers
-//! it into its S3 Select SQL at planning time — standard SQL, as any store takes. The job's
-//! executors may still read every key the source's filter keeps (Ballista's partial
-//! aggregation passes rows on rather than stopping at the limit), so a source's table has
-//! at most [`MAX_SOURCE_ROWS`] rows.
+//! filter, `SELECT key FROM source` runs (NULL keys left out, at most [`MAX_ROWS`]` + 1`
+//! rows answered, so that it stops early), and when the keys are at most [`MAX_VALUES`]
+//! distinct values the other side gets `key IN (v1, …)` as a filter on top. The optimizer
+//! then pushes that filter down through the other side's joins to the scan that reads the
+//! key, which lowers it into its S3 Select SQL at planning time — standard SQL, as any
+//! store takes. A job whose filter keeps few rows of a large table would still read all of
+//! it, so a source's table has at most [`MAX_SOURCE_ROWS`] rows.
 //!
 //! Rows are unchanged: a row of the other side whose key is not among the source's
 //! (non-NULL) keys has no partner, and an inner or semi join drops it anyway. Only joins
@@ -51,10 +50,15 @@ pub(crate) fn list_budget(max_expression_bytes: Option<usize>) -> Option<usize> 
     max_expression_bytes.map(|max| max / 4)
 }
 
-/// The most rows a source's table may have. A larger one is a fact table or TPC-DS's 1.9 M
-/// `customer_demographics`, whose filter keeps far more keys than a list carries: the job
-/// would read many of them for nothing.
+/// The most rows a source's table may have. A larger one is a fact table, which a filter
+/// keeping few rows would have the job read whole, or TPC-DS's 1.9 M
+/// `customer_demographics`, whose filters keep far more keys than a list carries.
 const MAX_SOURCE_ROWS: usize = 1_000_000;
+
+/// The most rows a job answers with. A dimension's key is mostly its surrogate key, one row
+/// each; with repeats allowed for, a source of at most [`MAX_VALUES`] distinct keys fits.
+/// The job stops reading once it has one row more than this.
+const MAX_ROWS: usize = 4 * MAX_VALUES;
 
 /// What one job answers: the distinct keys `key` takes in `source`.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -212,8 +216,11 @@ fn is_filtered_dimension(plan: &LogicalPlan) -> DfResult<bool> {
     Ok(simple && filtered && !has_subquery(plan)?)
 }
 
-/// The distinct non-NULL values of `keys.key` in `keys.source`, or `None` when there are
-/// more than [`MAX_VALUES`].
+/// The distinct non-NULL values of `keys.key` in `keys.source`, sorted, or `None` when
+/// there are more than [`MAX_VALUES`] (or the source has more than [`MAX_ROWS`] rows with
+/// one). The job asks for rows, not for distinct values: a limit on rows stops each task's
+/// scan once it is met, where a DISTINCT's partial aggregation reads every row the filter
+/// keeps before the limit applies. The client removes the repeats.
 async fn distinct_keys<'a>(
     keys: &KeysOf,
     run: &'a RunJob<'a>,
@@ -222,15 +229,15 @@ async fn distinct_keys<'a>(
     let job = LogicalPlanBuilder::from(keys.source.clone())
         .filter(key.clone().is_not_null())?
         .project([key])?
-        .distinct()?
-        .limit(0, Some(MAX_VALUES + 1))?
+        .limit(0, Some(MAX_ROWS + 1))?
         .build()?;
     let mut values = column_values(&run(job).await?)?;
-    if values.len() > MAX_VALUES {
+    if values.len() > MAX_ROWS {
         return Ok(None);
     }
     values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    Ok(Some(values))
+    values.dedup();
+    Ok((values.len() <= MAX_VALUES).then_some(values))
 }
 
 /// Whether `values` as an SQL list stay within `budget` bytes (roughly: each value's text
@@ -324,6 +331,16 @@ mod tests {
             plan.contains(r#"sales.date IN ([Utf8("a"), Utf8("b")])"#),
             "{plan}"
         );
+        assert!(same, "{plan}");
+    }
+
+    #[tokio::test]
+    async fn a_key_the_source_repeats_is_listed_once() {
+        // Dates a and b are both in week 1: the job answers 1 twice.
+        let sql = "SELECT date FROM sales JOIN dates ON amount = d_week WHERE d_date <> 'c'";
+        let (plan, same, jobs) = narrowed(sql, None).await;
+        assert_eq!(jobs, 1);
+        assert!(plan.contains("sales.amount IN ([Int32(1)])"), "{plan}");
         assert!(same, "{plan}");
     }
 
