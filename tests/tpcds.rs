@@ -702,6 +702,22 @@ fn records_on_split_boundaries_are_read_once() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// The TPC-DS client's S3 client for `bucket` of `gateway`, its bytes counted by `link`.
+async fn client_of(
+    gateway: &Gateway,
+    bucket: &str,
+    link: std::sync::Arc<sift_tpcds::net::Link>,
+) -> aws_sdk_s3::Client {
+    let endpoint = sift_tpcds::s3::EndpointArgs {
+        endpoints: vec![gateway.endpoint()],
+        bucket: bucket.into(),
+        prefix: String::new(),
+        signing: sift_tpcds::s3::Signing::keys(ACCESS, SECRET, "us-east-1"),
+        virtual_hosted: false,
+    };
+    sift_tpcds::s3::client(&endpoint, link).await
+}
+
 /// A query can be done before its scans are (a LIMIT met, a join side empty). The requests
 /// those scans still have in flight must stop with them: left running, they read on into the
 /// next query's time and byte counts, and hold its request permits (seen at SF 1: q44's GETs
@@ -736,14 +752,7 @@ async fn a_finished_query_leaves_no_requests_reading() {
 
     // 1 MiB/s: the big part's four 512 KiB GETs would take two more seconds.
     let link = Link::paced(1024.0 * 1024.0);
-    let endpoint = sift_tpcds::s3::EndpointArgs {
-        endpoints: vec![gateway.endpoint()],
-        bucket: "orphans".into(),
-        prefix: String::new(),
-        signing: sift_tpcds::s3::Signing::keys(ACCESS, SECRET, "us-east-1"),
-        virtual_hosted: false,
-    };
-    let client = sift_tpcds::s3::client(&endpoint, Arc::clone(&link)).await;
+    let client = client_of(&gateway, "orphans", Arc::clone(&link)).await;
     let mut store = Store::new(client, "orphans".into(), 8);
     store.fetch_chunk = 512 << 10;
     let table = S3Table::new(
@@ -812,14 +821,7 @@ async fn a_filter_longer_than_the_store_takes_is_applied_over_the_scan() {
         text.as_bytes(),
     )
     .await;
-    let endpoint = sift_tpcds::s3::EndpointArgs {
-        endpoints: vec![gateway.endpoint()],
-        bucket: "long-filters".into(),
-        prefix: String::new(),
-        signing: sift_tpcds::s3::Signing::keys(ACCESS, SECRET, "us-east-1"),
-        virtual_hosted: false,
-    };
-    let client = sift_tpcds::s3::client(&endpoint, Link::unlimited()).await;
+    let client = client_of(&gateway, "long-filters", Link::unlimited()).await;
     const LIMIT: usize = 400;
     let context = |mode: Mode, limit: Option<usize>| {
         let mut store = Store::new(client.clone(), "long-filters".into(), 4);
