@@ -169,36 +169,30 @@ impl ScanSource {
     /// The scan's statement with its planned filters only, answered in CSV: what auto mode
     /// predicts the answer of.
     pub(super) fn planned_sql(&self) -> String {
-        let naming = naming(
-            self.table.format,
-            &self.table.schema,
-            self.table.store.behaviour,
-        );
-        let clause = self
-            .filters
-            .planned
-            .as_ref()
-            .and_then(|p| p.to_sql_in(naming));
         let statement = Statement {
             columns: self.select_list(),
             results: Results::Csv,
             ..self.statement()
         };
-        statement.sql(clause.as_deref())
+        statement.sql(self.planned_clause().as_deref())
     }
 
     /// Whether the store takes the scan's statement with its planned filters (its run-time
     /// ones are dropped as far as needed, [`ScanFilters::statement`]).
     pub(super) fn planned_fits(&self) -> bool {
         let statement = self.statement();
-        let clause = self.filters.planned.as_ref().and_then(|p| {
-            p.to_sql_in(naming(
-                statement.format,
-                &statement.schema,
-                statement.behaviour,
-            ))
-        });
-        statement.behaviour.takes(&statement.sql(clause.as_deref()))
+        let sql = statement.sql(self.planned_clause().as_deref());
+        statement.behaviour.takes(&sql)
+    }
+
+    /// The planned filters as the store's SQL, when there are any.
+    fn planned_clause(&self) -> Option<String> {
+        let naming = naming(
+            self.table.format,
+            &self.table.schema,
+            self.table.store.behaviour,
+        );
+        self.filters.planned.as_ref()?.to_sql_in(naming)
     }
 
     fn statement(&self) -> Statement {
@@ -451,17 +445,7 @@ impl FileSource for ScanSource {
             self.mode,
             self.select_list()
         )?;
-        let naming = naming(
-            self.table.format,
-            &self.table.schema,
-            self.table.store.behaviour,
-        );
-        if let Some(sql) = self
-            .filters
-            .planned
-            .as_ref()
-            .and_then(|p| p.to_sql_in(naming))
-        {
+        if let Some(sql) = self.planned_clause() {
             write!(f, ", where={sql}")?;
         }
         if !self.filters.dynamic.is_empty() {
