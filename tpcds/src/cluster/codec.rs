@@ -232,7 +232,7 @@ impl PhysicalExtensionCodec for SiftCodec {
         // task's partitions before it sends the stage.
         let units = scan_units(config)?;
         let wire = scan
-            .wire(&units)
+            .wire(&units, config.limit)
             .ok_or_else(|| unplaced(scan.table_name()))?;
         let filters = serialize_exprs(scan.logical_filters(), self)
             .map_err(|e| DataFusionError::Plan(format!("Sift scan filters: {e}")))?;

@@ -304,13 +304,18 @@ impl ScanSource {
             partitions.push(Vec::new());
         }
         let units = partitions.into_iter().map(ScanUnit::from).collect();
-        self.into_plan_of_units(units)
+        self.into_plan_of_units(units, None)
     }
 
-    /// The scan's plan over `units`, one partition each. No units is no partitions: that is
-    /// what a Ballista task is sent for a scan under a `UNION ALL` branch it does not run,
-    /// and adding one would shift the union's partitions onto the wrong branch.
-    pub(super) fn into_plan_of_units(self, units: Vec<ScanUnit>) -> Arc<DataSourceExec> {
+    /// The scan's plan over `units`, one partition each, each stopping after `limit` rows
+    /// when there is one. No units is no partitions: that is what a Ballista task is sent
+    /// for a scan under a `UNION ALL` branch it does not run, and adding one would shift the
+    /// union's partitions onto the wrong branch.
+    pub(super) fn into_plan_of_units(
+        self,
+        units: Vec<ScanUnit>,
+        limit: Option<usize>,
+    ) -> Arc<DataSourceExec> {
         let share = units.len();
         let table_stats = self.statistics(1);
         let unit_stats = Arc::new(self.statistics(share));
@@ -327,6 +332,7 @@ impl ScanSource {
         let config = FileScanConfigBuilder::new(ObjectStoreUrl::local_filesystem(), Arc::new(self))
             .with_file_groups(groups)
             .with_statistics(table_stats)
+            .with_limit(limit)
             .build();
         DataSourceExec::from_data_source(config)
     }

@@ -431,16 +431,17 @@ impl ScanSource {
         Choice::new(predicted, *link_rate, TEXT)
     }
 
-    /// The scan of `units` as another process rebuilds it ([`ScanSource::from_wire`]),
-    /// apart from its filters ([`ScanSource::logical_filters`]); `None` when its store's
-    /// location is unknown.
-    pub(crate) fn wire(&self, units: &[ScanUnit]) -> Option<ScanWire> {
+    /// The scan of `units`, each partition stopping after `limit` rows when there is one,
+    /// as another process rebuilds it ([`ScanSource::from_wire`]), apart from its filters
+    /// ([`ScanSource::logical_filters`]); `None` when its store's location is unknown.
+    pub(crate) fn wire(&self, units: &[ScanUnit], limit: Option<usize>) -> Option<ScanWire> {
         Some(ScanWire {
             table: self.table.wire()?,
             mode: self.mode,
             projection: self.projection.clone(),
             partitions: units.iter().map(|u| u.requests().to_vec()).collect(),
             choice: self.choice,
+            limit,
         })
     }
 
@@ -478,7 +479,8 @@ impl ScanSource {
             choice: wire.choice,
             ..source
         };
-        Ok(source.into_plan_of_units(wire.partitions.into_iter().map(ScanUnit::from).collect()))
+        let units = wire.partitions.into_iter().map(ScanUnit::from).collect();
+        Ok(source.into_plan_of_units(units, wire.limit))
     }
 }
 
@@ -493,6 +495,10 @@ pub(crate) struct ScanWire {
     /// Auto mode's choice of `mode`, for the plans the executors show.
     #[serde(default)]
     choice: Option<Choice>,
+    /// The rows after which each partition stops: DataFusion puts a LIMIT's fetch on the
+    /// scan and may drop the limit above it within the stage.
+    #[serde(default)]
+    limit: Option<usize>,
 }
 
 impl S3Table {

@@ -1,4 +1,5 @@
-//! Planning scans (modes, filters, join order) and a select stream cut short.
+//! Planning scans (modes, filters, join order, what a scan sent to another process keeps)
+//! and a select stream cut short.
 
 use std::sync::Arc;
 
@@ -458,4 +459,54 @@ async fn a_scan_of_every_column_under_no_filter_is_fetched() {
         );
     }
     assert_eq!(planned(Mode::Fetch, Some(vec![0]), &[]).await, Mode::Fetch);
+}
+
+/// A LIMIT over a scan becomes the scan's fetch, and DataFusion may drop the limit above it:
+/// a scan sent to an executor must keep it, or its task reads every row to be cut later.
+#[tokio::test]
+async fn a_scan_sent_to_another_process_keeps_its_limit() {
+    use datafusion::execution::TaskContext;
+    use datafusion_proto::physical_plan::{DefaultPhysicalProtoConverter, PhysicalExtensionCodec};
+
+    let store = Arc::new(store_at(vec!["http://127.0.0.1:1".into()]).await);
+    let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
+    let objects = vec![("inventory/part-00000.dat".to_string(), 100 << 20)];
+    let table = S3Table::new(schema, objects, 20.0, store, Mode::Pushdown, Format::Csv);
+    let ctx = SessionContext::new();
+    ctx.register_table("inventory", Arc::new(table))
+        .expect("registered");
+    let plan = ctx
+        .sql("SELECT inv_item_sk FROM inventory WHERE inv_quantity_on_hand > 5 LIMIT 7")
+        .await
+        .expect("sql")
+        .create_physical_plan()
+        .await
+        .expect("planned");
+    let mut scans = Vec::new();
+    let mut pending = vec![Arc::clone(&plan)];
+    while let Some(node) = pending.pop() {
+        if sift_scan(node.as_ref()).is_some() {
+            scans.push(Arc::clone(&node));
+        }
+        pending.extend(node.children().into_iter().cloned());
+    }
+    let [scan] = &scans[..] else {
+        panic!("one Sift scan in {plan:?}");
+    };
+    assert_eq!(scan.fetch(), Some(7), "DataFusion gave the scan the limit");
+
+    let shared = crate::s3::Signing::keys("a", "s", "us-east-1")
+        .shared_config(crate::net::Link::unlimited())
+        .await;
+    let codec = crate::cluster::SiftCodec::new(shared);
+    let converter = DefaultPhysicalProtoConverter {};
+    let mut buf = Vec::new();
+    codec
+        .try_encode(Arc::clone(scan), &mut buf, &converter)
+        .expect("encoded");
+    let decoded = codec
+        .try_decode(&buf, &[], &TaskContext::default(), &converter)
+        .expect("decoded");
+    assert!(sift_scan(decoded.as_ref()).is_some());
+    assert_eq!(decoded.fetch(), Some(7));
 }
