@@ -50,9 +50,9 @@
 # default 2); SIFT_NETNS_KEEP=DIR keeps both runs there (the benchmark in
 # docs/BENCHMARKS.md), SIFT_NETNS_STORE=DIR keeps the store's data there (a later run loads
 # nothing), SIFT_NETNS_REFERENCE=DIR takes a kept single-process run as the reference
-# instead of running it again, and SIFT_NETNS_REFERENCE=none runs the cluster alone (a
-# benchmark at a scale where the single process would take hours: each mode's rows are then
-# checked against the first mode's (fetch, in `all`), by `run` itself). SIFT_NETNS_MODES sets the
+# instead of running it again, and SIFT_NETNS_REFERENCE=none runs the cluster alone, for a
+# benchmark at a scale where the single process would take hours; `run` itself then checks
+# each mode's rows against its first mode's (fetch's, in `all`). SIFT_NETNS_MODES sets the
 # modes (default all). The runs' files are kept when it fails.
 set -euo pipefail
 

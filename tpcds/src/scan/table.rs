@@ -278,11 +278,11 @@ impl TableDef {
     /// Which of a scan's filters its statement can carry: all of them, unless the store has
     /// a limit on the expression's length (Ceph RGW's 4 KiB) and they exceed it — say an IN
     /// list of a subquery's thousand answers. Then the filters are taken in their order,
-    /// each one while the statement still fits, and the others are left over. The check is
-    /// of the statement that reads the projection's columns and every filter's (the most a
-    /// scan with filters left over reads), in pushdown mode in every mode, so that the three
-    /// modes plan the same tree. Run-time filters are not counted: they are dropped as
-    /// needed when the scan starts ([`ScanFilters::statement`]).
+    /// each one while the statement still fits, and the others are left over. The statement
+    /// checked is the select a pushed-down scan would send reading the projection's columns
+    /// and every filter's (the most a scan with filters left over reads); it is checked in
+    /// every mode, fetch too, so that all modes plan the same tree. Run-time filters are not
+    /// counted: they are dropped as needed when the scan starts ([`ScanFilters::statement`]).
     fn fit(
         self: &Arc<TableDef>,
         state: &dyn Session,
