@@ -124,6 +124,25 @@ impl ScanFilters {
     }
 }
 
+/// The table columns a scan of `projection` under `filters` reads: the projection's, then
+/// those only the filters use.
+pub(super) fn columns_read(
+    schema: &Schema,
+    projection: &[usize],
+    filters: &[Expr],
+) -> DfResult<Vec<usize>> {
+    let mut only_filtered = BTreeSet::new();
+    for filter in filters {
+        for column in filter.column_refs() {
+            let i = schema.index_of(&column.name)?;
+            if !projection.contains(&i) {
+                only_filtered.insert(i);
+            }
+        }
+    }
+    Ok(projection.iter().copied().chain(only_filtered).collect())
+}
+
 /// The filters a fetched scan took, applied by the client to each batch it decodes with
 /// DataFusion's own evaluation of them (what a `FilterExec` would do), so that fetch mode
 /// stays the reference the pushdown modes are checked against.
@@ -143,16 +162,7 @@ impl ClientFilter {
         projection: &[usize],
         filters: &[Expr],
     ) -> DfResult<ClientFilter> {
-        let mut only_filtered = BTreeSet::new();
-        for filter in filters {
-            for column in filter.column_refs() {
-                let i = schema.index_of(&column.name)?;
-                if !projection.contains(&i) {
-                    only_filtered.insert(i);
-                }
-            }
-        }
-        let read: Vec<usize> = projection.iter().copied().chain(only_filtered).collect();
+        let read = columns_read(schema, projection, filters)?;
         let columns = DFSchema::try_from(schema.project(&read)?)?;
         // The scan's filters name the table's columns with its qualifier; `columns` has none.
         let conjunction = conjunction(filters.iter().cloned().map(unnormalize_col))

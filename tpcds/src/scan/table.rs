@@ -19,7 +19,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::layout::Format;
 use crate::pushdown::Pred;
 use crate::scan::choice::{Choice, TEXT};
-use crate::scan::filter::{lower, naming, ClientFilter, ScanFilters};
+use crate::scan::filter::{columns_read, lower, naming, ClientFilter, ScanFilters};
 use crate::scan::request::{Request, Results};
 use crate::scan::sample::Sample;
 use crate::scan::source::{ScanSource, ScanUnit, SqlMetric};
@@ -309,7 +309,7 @@ impl TableDef {
                 over: None,
             });
         }
-        let widest = ClientFilter::new(state, &self.schema, projection, filters)?.read;
+        let widest = columns_read(&self.schema, projection, filters)?;
         let (mut pushed, mut over) = ((Vec::new(), Vec::new()), Vec::new());
         for (filter, pred) in all.0.into_iter().zip(all.1) {
             pushed.0.push(filter);
