@@ -165,6 +165,7 @@ async fn demo(args: DemoArgs) -> Result<()> {
         scheduler: None,
         memory_limit: None,
         result_format: Default::default(),
+        result_compression: Default::default(),
     };
     eprintln!(
         "running {} queries in fetch, pushdown and dynamic mode over a {} emulated link…",

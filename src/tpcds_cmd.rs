@@ -12,7 +12,7 @@ use sift_tpcds::data::Slice;
 use sift_tpcds::error::{Error, Result};
 use sift_tpcds::layout::{self, Format, DEFAULT_PART_SIZE};
 use sift_tpcds::net::Link;
-use sift_tpcds::run::{self, ResultFormat, RunOptions};
+use sift_tpcds::run::{self, ResultCompression, ResultFormat, RunOptions};
 use sift_tpcds::s3::{EndpointArgs, Signing};
 use sift_tpcds::scan::Mode;
 use sift_tpcds::{load, queries, report};
@@ -209,6 +209,11 @@ pub struct RunArgs {
     /// CSV elsewhere; `csv` always CSV; `arrow` fails the run if the store cannot.
     #[arg(long, value_enum, default_value_t = ResultFormatArg::Auto)]
     pub result_format: ResultFormatArg,
+    /// Whether Arrow answers come LZ4-compressed: `auto` when --link-bandwidth paces the
+    /// client, `lz4` over a real network link that limits the run (a cluster's hosts),
+    /// `none` where the CPU to compress costs more than the bytes (loopback, a fast network).
+    #[arg(long, value_enum, default_value_t = ResultCompressionArg::Auto)]
+    pub result_compression: ResultCompressionArg,
     /// Bytes per ScanRange split of a pushed-down scan [default: 32 MiB]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub split_bytes: Option<u64>,
@@ -386,7 +391,20 @@ pub fn run_options(args: &RunArgs) -> Result<RunOptions> {
             ResultFormatArg::Arrow => ResultFormat::Arrow,
             ResultFormatArg::Csv => ResultFormat::Csv,
         },
+        result_compression: match args.result_compression {
+            ResultCompressionArg::Auto => ResultCompression::Auto,
+            ResultCompressionArg::Lz4 => ResultCompression::Lz4,
+            ResultCompressionArg::None => ResultCompression::None,
+        },
     })
+}
+
+/// `--result-compression`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ResultCompressionArg {
+    Auto,
+    Lz4,
+    None,
 }
 
 /// `--result-format`.

@@ -265,6 +265,65 @@ fn csv_answers_on_request_give_the_same_rows() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// `--result-compression lz4` asks for Arrow answers with LZ4-compressed buffers without
+/// pacing a link (a cluster's real network): the pushed-down scans receive fewer bytes than
+/// with `none`, the rows are the same, and the summary says which. Anything but its three
+/// values is refused naming the flag.
+#[test]
+fn compressed_answers_on_request_move_fewer_bytes_and_give_the_same_rows() {
+    let (_gateway, endpoint) = loaded_gateway(SF);
+    let queries = "3,7,19,42,52,55,96";
+    let run = |compression: &str| {
+        let out = temp_dir(&format!("sift-tpcds-compression-{compression}"));
+        check(
+            &sift_run(
+                &endpoint,
+                "pushdown",
+                queries,
+                &out,
+                &["--result-compression", compression],
+            ),
+            "a run asking for compressed answers or not",
+        );
+        let summary = json(&out.join("summary.json"));
+        let sums = checksums(&out, "pushdown");
+        std::fs::remove_dir_all(&out).ok();
+        (summary, sums)
+    };
+    let (lz4, lz4_rows) = run("lz4");
+    let (plain, plain_rows) = run("none");
+    assert_eq!(lz4_rows, plain_rows);
+    assert_eq!(lz4_rows.len(), 7, "{lz4_rows:?}");
+    assert_eq!(lz4["answers_compressed"], true, "{lz4}");
+    assert_eq!(plain["answers_compressed"], false, "{plain}");
+    let received = |summary: &serde_json::Value| {
+        summary["modes"]["pushdown"]["bytes_received"]
+            .as_u64()
+            .expect("bytes")
+    };
+    assert!(
+        received(&lz4) < received(&plain),
+        "LZ4 {} bytes, plain {} bytes",
+        received(&lz4),
+        received(&plain)
+    );
+    let out = temp_dir("sift-tpcds-compression-bad");
+    let bad = sift_run(
+        &endpoint,
+        "pushdown",
+        "3",
+        &out,
+        &["--result-compression", "zstd"],
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("--result-compression"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    std::fs::remove_dir_all(&out).ok();
+}
+
 /// A memory pool small enough that sorts and aggregations spill (32 MiB at SF 0.01): every
 /// `ceph72` statement still finishes, with the unlimited run's rows, and the summary names
 /// the queries that spilled.

@@ -245,15 +245,30 @@ fn endpoints_table(out: &mut String, summary: &Value, modes: &[&str]) {
     }
 }
 
+/// How the pushed-down scans' answers came, as `, Arrow answers (LZ4)`; nothing for a
+/// summary written before Sift asked for Arrow.
+fn answers(summary: &Value) -> &'static str {
+    match (
+        summary["select_behaviour"]["arrow_results"].as_bool(),
+        summary["answers_compressed"].as_bool(),
+    ) {
+        (Some(true), Some(true)) => ", Arrow answers (LZ4)",
+        (Some(true), _) => ", Arrow answers",
+        (Some(false), _) => ", CSV answers",
+        (None, _) => "",
+    }
+}
+
 fn markdown(summary: &Value, by_query: &ByQuery, modes: &[&str]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# TPC-DS on S3: fetch vs S3 Select pushdown\n");
     let _ = writeln!(
         out,
-        "Scale factor {}, endpoint {}, {}, median of {} iteration(s).\n",
+        "Scale factor {}, endpoint {}, {}{}, median of {} iteration(s).\n",
         summary["scale_factor"],
         summary["endpoint"].as_str().unwrap_or("?"),
         summary["link"].as_str().unwrap_or("?"),
+        answers(summary),
         summary["iterations"]
     );
     let _ = writeln!(
@@ -598,13 +613,18 @@ mod tests {
                                    "endpoints": [{"endpoint": "http://x", "requests": 1, "bytes_received": 60},
                                                  {"endpoint": "http://y", "requests": 4, "bytes_received": 40}]}},
             "against_fetch": {"pushdown": {"geomean_speedup": 4.0, "max_speedup": 4.0, "max_speedup_query": "q1", "min_speedup": 4.0, "bytes_reduction": 0.9}},
-            "empty_statements": []
+            "empty_statements": [],
+            "select_behaviour": {"arrow_results": true}, "answers_compressed": true
         });
         std::fs::write(dir.join("results.json"), results.to_string()).unwrap();
         std::fs::write(dir.join("summary.json"), summary.to_string()).unwrap();
         let written = report(&dir).unwrap();
         let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
         assert!(md.contains("geometric-mean speedup 4.00×"), "{md}");
+        assert!(
+            md.contains("1 Gbit/s emulated link, Arrow answers (LZ4), median"),
+            "{md}"
+        );
         assert!(md.contains("| http://y | 2 | 2.4 | 4 | 0.0 |"), "{md}");
         assert!(
             md.contains("busy or failed endpoint: 2 in fetch mode."),

@@ -75,6 +75,8 @@ pub struct RunOptions {
     pub memory_limit: Option<u64>,
     /// How pushed-down scans ask for their answers.
     pub result_format: ResultFormat,
+    /// Whether Arrow answers come compressed.
+    pub result_compression: ResultCompression,
 }
 
 /// How pushed-down scans ask for their answers: as Arrow where the store writes it (Sift's
@@ -86,6 +88,30 @@ pub enum ResultFormat {
     Auto,
     Arrow,
     Csv,
+}
+
+/// Whether Arrow answers are asked for with their buffers LZ4-compressed: smaller on the
+/// wire, at some CPU on the store and the client. `Auto` compresses when the client paces
+/// an emulated link (`link_rate`), where the bytes are what costs; a real link that limits
+/// the run (a cluster's hosts behind their network) asks with `Lz4`, loopback or a fast
+/// network with `None`. CSV answers are never compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ResultCompression {
+    #[default]
+    Auto,
+    Lz4,
+    None,
+}
+
+impl ResultCompression {
+    /// Whether to compress, given the emulated link the run paces (if any).
+    fn compress(self, link_rate: Option<f64>) -> bool {
+        match self {
+            ResultCompression::Auto => link_rate.is_some(),
+            ResultCompression::Lz4 => true,
+            ResultCompression::None => false,
+        }
+    }
 }
 
 /// One query in one mode (`results.json`).
@@ -208,6 +234,8 @@ pub struct Summary {
     /// were split into ScanRanges, how empty fields were read, and the longest expression
     /// sent. AWS's behaviour when only fetch mode ran.
     pub select_behaviour: SelectBehaviour,
+    /// Whether the pushed-down scans' Arrow answers came LZ4-compressed (false for CSV).
+    pub answers_compressed: bool,
 }
 
 /// Rows of one statement as text, and their order-independent checksum.
@@ -308,8 +336,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         auto,
     )
     .await?;
-    // Over a paced link the answers' bytes are what costs; unpaced, the CPU to compress them.
-    store.compress_arrow = options.link_rate.is_some();
+    store.compress_arrow = options.result_compression.compress(options.link_rate);
     let pushes = options.modes.iter().any(|&m| m != Mode::Fetch);
     if pushes && matches!(options.format, Format::Csv | Format::Parquet) {
         store.behaviour = match options.format {
@@ -569,6 +596,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         failed_statements,
         differently_planned,
         select_behaviour: store.behaviour,
+        answers_compressed: store.compress_arrow && store.behaviour.arrow_results,
     };
     write_json(&options.out.join("results.json"), &results)?;
     write_json(&options.out.join("summary.json"), &summary)?;
