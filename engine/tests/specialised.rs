@@ -2,7 +2,8 @@
 //!
 //! `CAST(field AS INT) op k`, `CAST(field AS DECIMAL(p,s)) op k`, their empty-as-NULL CASE
 //! forms (what Trino sends) and ANDs of them over one field are bound to nodes that parse the
-//! field's bytes straight to an integer. The reference is the same predicate with the field
+//! field's bytes straight to an integer; so are integer IN lists, and a list split into
+//! pieces joined by OR (NOT IN pieces by AND) is bound as one. The reference is the same predicate with the field
 //! written as `(field || '')`: the same string, but no longer a bare field, so the binder
 //! keeps the general CAST and comparison. Both must select the same rows and fail with the
 //! same error code, on fields drawn from every form a number can take in a CSV file and some
@@ -167,6 +168,69 @@ proptest! {
             fast.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()),
             general.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()),
             "{}", predicate.sql("s._1")
+        );
+    }
+}
+
+/// An IN list over `f` read as INT (plain or through the empty-as-NULL CASE), split into
+/// `pieces` joined by OR, or under NOT by AND, as Sift's TPC-DS client sends a long list.
+#[derive(Debug, Clone)]
+struct InLists {
+    trino: bool,
+    negated: bool,
+    pieces: Vec<Vec<&'static str>>,
+}
+
+impl InLists {
+    fn sql(&self, f: &str) -> String {
+        let read = match self.trino {
+            true => format!("case {f} when '' then null else CAST({f} AS INT) end"),
+            false => format!("CAST({f} AS INT)"),
+        };
+        let not = if self.negated { "NOT " } else { "" };
+        let lists: Vec<String> = self
+            .pieces
+            .iter()
+            .map(|piece| format!("({read} {not}IN ({}))", piece.join(", ")))
+            .collect();
+        let join = if self.negated { " AND " } else { " OR " };
+        format!("SELECT s._2 FROM S3Object s WHERE ({})", lists.join(join))
+    }
+}
+
+fn in_lists() -> impl Strategy<Value = InLists> {
+    let piece = prop::collection::vec(prop::sample::select(INT_CONSTANTS), 1..4);
+    (
+        any::<bool>(),
+        any::<bool>(),
+        prop::collection::vec(piece, 1..4),
+    )
+        .prop_map(|(trino, negated, pieces)| InLists {
+            trino,
+            negated,
+            pieces,
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn split_in_lists_match_the_general_path(
+        lists in in_lists(),
+        fields in prop::collection::vec(prop::sample::select(FIELDS), 1..12),
+    ) {
+        let data: String = fields
+            .iter()
+            .enumerate()
+            .map(|(row, f)| format!("{f},row{row}\n"))
+            .collect();
+        let fast = run(&lists.sql("s._1"), data.as_bytes());
+        let general = run(&lists.sql("(s._1 || '')"), data.as_bytes());
+        prop_assert_eq!(
+            fast.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()),
+            general.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()),
+            "{}", lists.sql("s._1")
         );
     }
 }
