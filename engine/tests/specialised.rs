@@ -2,8 +2,9 @@
 //!
 //! `CAST(field AS INT) op k`, `CAST(field AS DECIMAL(p,s)) op k`, their empty-as-NULL CASE
 //! forms (what Trino sends) and ANDs of them over one field are bound to nodes that parse the
-//! field's bytes straight to an integer; so are integer IN lists, and a list split into
-//! pieces joined by OR (NOT IN pieces by AND) is bound as one. The reference is the same predicate with the field
+//! field's bytes straight to an integer; integer IN lists and a bare field's text IN lists
+//! are bound to a binary search, and a list split into pieces joined by OR (NOT IN pieces by
+//! AND) is bound as one. The reference is the same predicate with the field
 //! written as `(field || '')`: the same string, but no longer a bare field, so the binder
 //! keeps the general CAST and comparison. Both must select the same rows and fail with the
 //! same error code, on fields drawn from every form a number can take in a CSV file and some
@@ -172,26 +173,44 @@ proptest! {
     }
 }
 
-/// An IN list over `f` read as INT (plain or through the empty-as-NULL CASE), split into
-/// `pieces` joined by OR, or under NOT by AND, as Sift's TPC-DS client sends a long list.
+/// How an IN list reads its field.
+#[derive(Debug, Clone, Copy)]
+enum Read {
+    Int,
+    /// Through the empty-as-NULL CASE.
+    TrinoInt,
+    /// As it is, against text constants.
+    Text,
+}
+
+/// An IN list over `f`, split into `pieces` joined by OR, or under NOT by AND, as Sift's
+/// TPC-DS client sends a long list.
 #[derive(Debug, Clone)]
 struct InLists {
-    trino: bool,
+    read: Read,
     negated: bool,
     pieces: Vec<Vec<&'static str>>,
 }
 
 impl InLists {
     fn sql(&self, f: &str) -> String {
-        let read = match self.trino {
-            true => format!("case {f} when '' then null else CAST({f} AS INT) end"),
-            false => format!("CAST({f} AS INT)"),
+        let read = match self.read {
+            Read::TrinoInt => format!("case {f} when '' then null else CAST({f} AS INT) end"),
+            Read::Int => format!("CAST({f} AS INT)"),
+            Read::Text => f.to_string(),
+        };
+        let item = |k: &&str| match self.read {
+            Read::Text => format!("'{k}'"),
+            _ => k.to_string(),
         };
         let not = if self.negated { "NOT " } else { "" };
         let lists: Vec<String> = self
             .pieces
             .iter()
-            .map(|piece| format!("({read} {not}IN ({}))", piece.join(", ")))
+            .map(|piece| {
+                let items: Vec<String> = piece.iter().map(item).collect();
+                format!("({read} {not}IN ({}))", items.join(", "))
+            })
             .collect();
         let join = if self.negated { " AND " } else { " OR " };
         format!("SELECT s._2 FROM S3Object s WHERE ({})", lists.join(join))
@@ -199,17 +218,20 @@ impl InLists {
 }
 
 fn in_lists() -> impl Strategy<Value = InLists> {
-    let piece = prop::collection::vec(prop::sample::select(INT_CONSTANTS), 1..4);
-    (
-        any::<bool>(),
-        any::<bool>(),
-        prop::collection::vec(piece, 1..4),
-    )
-        .prop_map(|(trino, negated, pieces)| InLists {
-            trino,
-            negated,
-            pieces,
+    prop::sample::select(&[Read::Int, Read::TrinoInt, Read::Text][..]).prop_flat_map(|read| {
+        let constants = match read {
+            Read::Text => FIELDS,
+            _ => INT_CONSTANTS,
+        };
+        let piece = prop::collection::vec(prop::sample::select(constants), 1..4);
+        (any::<bool>(), prop::collection::vec(piece, 1..4)).prop_map(move |(negated, pieces)| {
+            InLists {
+                read,
+                negated,
+                pieces,
+            }
         })
+    })
 }
 
 proptest! {

@@ -282,6 +282,7 @@ fn references_fields(e: &CExpr) -> bool {
                 | CExpr::IntFieldCmp { .. }
                 | CExpr::DecFieldCmp { .. }
                 | CExpr::IntFieldIn { .. }
+                | CExpr::StrFieldIn { .. }
                 | CExpr::StrFieldCmp { .. }
         );
     });
@@ -317,6 +318,7 @@ fn visit(e: &CExpr, f: &mut dyn FnMut(&CExpr)) {
         | CExpr::IntFieldCmp { .. }
         | CExpr::DecFieldCmp { .. }
         | CExpr::IntFieldIn { .. }
+        | CExpr::StrFieldIn { .. }
         | CExpr::StrFieldCmp { .. }
         | CExpr::AggResult(_) => {}
         CExpr::Not(a) | CExpr::Neg(a) => go(a),
@@ -1062,9 +1064,27 @@ fn keeps_value(to: CastType) -> bool {
 }
 
 /// An IN list, specialised when it tests a field read as an integer against integer
-/// constants only. A NULL in the list makes a miss unknown rather than false, so such a list
-/// keeps the general path.
+/// constants only, or a bare field against text constants only. A NULL in the list makes a
+/// miss unknown rather than false, so such a list keeps the general path.
 fn specialise_in(expr: Box<CExpr>, list: Vec<CExpr>, negated: bool) -> CExpr {
+    if let CExpr::Field { index } = expr.as_ref() {
+        let texts: Option<Vec<Box<[u8]>>> = list
+            .iter()
+            .map(|item| match item {
+                CExpr::Const(Value::Str(k)) => Some(k.as_bytes().into()),
+                _ => None,
+            })
+            .collect();
+        if let Some(mut set) = texts.filter(|set| !set.is_empty()) {
+            set.sort_unstable();
+            set.dedup();
+            return CExpr::StrFieldIn {
+                index: *index,
+                set: set.into(),
+                negated,
+            };
+        }
+    }
     let field = match expr.as_ref() {
         CExpr::EmptyAsNullCast {
             index,
@@ -1108,16 +1128,16 @@ fn specialise_in(expr: Box<CExpr>, list: Vec<CExpr>, negated: bool) -> CExpr {
     }
 }
 
-/// `l OR r`, as one [`CExpr::IntFieldIn`] when both are IN lists of the same field: a list
-/// longer than a store takes in one piece arrives split and joined by OR (Sift's TPC-DS
-/// client sends at most 255 values per list), and one binary search over the union costs a
-/// third of evaluating the pieces through the general OR.
+/// `l OR r`, as one [`CExpr::IntFieldIn`] or [`CExpr::StrFieldIn`] when both are IN lists of
+/// the same field: a list longer than a store takes in one piece arrives split and joined by
+/// OR (Sift's TPC-DS client sends at most 255 values per list), and one binary search over
+/// the union costs a third of evaluating the pieces through the general OR.
 fn merge_or(l: Box<CExpr>, r: Box<CExpr>) -> CExpr {
     union_in(&l, &r, false).unwrap_or(CExpr::Or(l, r))
 }
 
 /// `l` and `r` as one list when both are [`CExpr::IntFieldIn`] of the same field, read the
-/// same way, and both `negated`: `f IN A OR f IN B` is `f IN A∪B`, and `f NOT IN A AND f NOT
+/// same way, or both [`CExpr::StrFieldIn`] of the same field, and both `negated`: `f IN A OR f IN B` is `f IN A∪B`, and `f NOT IN A AND f NOT
 /// IN B` is `f NOT IN A∪B`, NULL fields and cast errors included (the lists hold no NULL,
 /// and `l`'s position is where either would report a cast error first).
 fn union_in(l: &CExpr, r: &CExpr, negated: bool) -> Option<CExpr> {
@@ -1147,6 +1167,27 @@ fn union_in(l: &CExpr, r: &CExpr, negated: bool) -> Option<CExpr> {
                 negated,
                 empty_is_null: *e1,
                 pos: *pos,
+            })
+        }
+        (
+            CExpr::StrFieldIn {
+                index: i1,
+                set: s1,
+                negated: n1,
+            },
+            CExpr::StrFieldIn {
+                index: i2,
+                set: s2,
+                negated: n2,
+            },
+        ) if i1 == i2 && *n1 == negated && *n2 == negated => {
+            let mut set: Vec<Box<[u8]>> = s1.iter().chain(s2.iter()).cloned().collect();
+            set.sort_unstable();
+            set.dedup();
+            Some(CExpr::StrFieldIn {
+                index: *i1,
+                set: set.into(),
+                negated,
             })
         }
         _ => None,
@@ -1250,6 +1291,12 @@ mod tests {
         );
         assert!(
             matches!(filter(&split), CExpr::IntFieldIn { negated: true, ref set, .. } if &**set == [5, 7]),
+            "{split}"
+        );
+        let split = "SELECT s._1 FROM S3Object s WHERE ((s._2 IN ('b', 'a')) OR (s._2 IN ('c')))";
+        assert!(
+            matches!(filter(split), CExpr::StrFieldIn { index: 1, negated: false, ref set }
+                if set.iter().map(|k| &**k).eq([&b"a"[..], b"b", b"c"])),
             "{split}"
         );
         for apart in [

@@ -111,6 +111,16 @@ pub enum CExpr {
         empty_is_null: bool,
         pos: Pos,
     },
+    /// `field IN ('a', 'b', …)` for text constants: a binary search of the field's bytes
+    /// among the constants' (equality as in `StrFieldCmp`), instead of a comparison per item
+    /// (a join's key list of item ids, as Sift's TPC-DS client pushes down, holds up to
+    /// 1,000).
+    StrFieldIn {
+        index: usize,
+        /// Sorted, without duplicates.
+        set: Box<[Box<[u8]>]>,
+        negated: bool,
+    },
     /// `field op 'text'`: compares the field's bytes without building a value (UTF-8 byte
     /// order is code point order).
     StrFieldCmp {
@@ -275,6 +285,7 @@ impl CExpr {
             CExpr::IntFieldCmp { .. }
             | CExpr::DecFieldCmp { .. }
             | CExpr::IntFieldIn { .. }
+            | CExpr::StrFieldIn { .. }
             | CExpr::StrFieldCmp { .. } => Ok(match self.test(row)? {
                 Some(b) => Value::Bool(b),
                 None => Value::Null,
@@ -534,6 +545,14 @@ impl CExpr {
                 pos,
             } => Ok(int_field(row, *index, *empty_is_null, *pos)?
                 .map(|v| set.binary_search(&v).is_ok() != *negated)),
+            CExpr::StrFieldIn {
+                index,
+                set,
+                negated,
+            } => Ok(row
+                .record
+                .field(*index)
+                .map(|bytes| set.binary_search_by(|k| (**k).cmp(bytes)).is_ok() != *negated)),
             CExpr::StrFieldCmp { index, op, k } => match row.record.field(*index) {
                 Some(bytes) => Ok(Some(apply(*op, bytes.cmp(k.as_bytes())))),
                 None => Ok(None),
@@ -552,6 +571,7 @@ impl CExpr {
             CExpr::IntFieldCmp { .. }
             | CExpr::DecFieldCmp { .. }
             | CExpr::IntFieldIn { .. }
+            | CExpr::StrFieldIn { .. }
             | CExpr::StrFieldCmp { .. } => Ok(self.test(row)? == Some(true)),
             CExpr::Cmp(op, a, b) => {
                 let l = a.eval(row)?;
