@@ -139,12 +139,25 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         }),
         "{summary}"
     );
-    // Every mode takes the same filters into its scans, so the plans differ only there.
-    assert_eq!(
-        summary["differently_planned"],
-        serde_json::json!([]),
-        "{summary}"
-    );
+    // Every mode takes the same filters into its scans, so the plans differ only there;
+    // except where the run-time filter modes read join keys first: a key list known when
+    // the statement is planned changes the estimates (an empty one removes joins), and the
+    // optimizer may order those joins otherwise.
+    let differently_planned = summary["differently_planned"].as_array().expect("a list");
+    for entry in differently_planned {
+        let entry = entry.as_str().expect("text");
+        let (statement, mode) = entry
+            .strip_suffix(" mode")
+            .and_then(|e| e.split_once(" in "))
+            .expect("`qN in MODE mode`");
+        assert!(mode == "dynamic" || mode == "auto", "{summary}");
+        let plan = out
+            .join("plans")
+            .join(mode)
+            .join(format!("{statement}.txt"));
+        let plan = std::fs::read_to_string(plan).expect("its plan");
+        assert!(plan.starts_with("Join keys read first:"), "{entry}: {plan}");
+    }
     for mode in ["pushdown", "dynamic"] {
         let c = &summary["against_fetch"][mode];
         assert!(c["bytes_reduction"].as_f64().unwrap() > 0.5, "{summary}");
@@ -177,9 +190,37 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         store_sales.contains("sql=SELECT case s._1 when '' then null else CAST(s._1 AS INT) end"),
         "{store_sales}"
     );
-    // Auto mode chose per scan, and shows each choice with its prediction: inventory read
-    // whole but one column under a join's date filter (q22) is fetched, store_sales's three
-    // columns of q3 are pushed down.
+    // q21 reads all of inventory under a join's date filter, which a run-time filter alone
+    // cannot push down: the scan is planned before the join's keys exist. In dynamic mode
+    // date_dim's keys are read first and go into the scan's statement as a list.
+    let q21 = |mode: &str| std::fs::read_to_string(out.join("plans").join(mode).join("q21.txt"));
+    let q21 = q21("dynamic").expect("q21's plan");
+    let inventory = q21
+        .lines()
+        .find(|l| l.contains("table=inventory,"))
+        .expect("an inventory scan");
+    assert!(
+        q21.starts_with("Join keys read first:\n")
+            && inventory.contains("mode=dynamic")
+            && inventory.contains("end IN (24"),
+        "{q21}"
+    );
+    let bytes_of = |query: &str, mode: &str| {
+        results
+            .iter()
+            .find(|r| r["query"] == query && r["mode"] == mode)
+            .and_then(|r| r["bytes_received"].as_u64())
+            .expect("a result")
+    };
+    assert!(
+        bytes_of("q21", "dynamic") * 10 < bytes_of("q21", "pushdown"),
+        "q21 received {} B in dynamic mode, {} B in pushdown",
+        bytes_of("q21", "dynamic"),
+        bytes_of("q21", "pushdown")
+    );
+    // Auto mode chose per scan, and shows each choice with its prediction: most rows of
+    // customer_demographics (q69) are fetched, store_sales's three columns of q3 are
+    // pushed down.
     let auto = &summary["modes"]["auto"];
     assert!(
         auto["scans_pushed_by_choice"].as_u64().unwrap() > 0,
@@ -197,10 +238,10 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
             .map(str::to_string);
         line.unwrap_or_else(|| panic!("no {table} scan in {plan}"))
     };
-    let inventory = scan_of("q22.txt", "inventory");
+    let demographics = scan_of("q69.txt", "customer_demographics");
     assert!(
-        inventory.contains("mode=fetch") && inventory.contains("auto=fetched (answer ≈"),
-        "{inventory}"
+        demographics.contains("mode=fetch") && demographics.contains("auto=fetched (answer ≈"),
+        "{demographics}"
     );
     let store_sales = scan_of("q3.txt", "store_sales");
     assert!(

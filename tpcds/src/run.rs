@@ -386,8 +386,6 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
             Some(Cluster {
                 url: url.clone(),
                 codec: Arc::new(SiftCodec::new(shared)),
-                parts_first: false,
-                key_list_budget: keys::list_budget(store.behaviour.max_expression_bytes),
             })
         }
         None => None,
@@ -407,10 +405,10 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         if let (0, Some(cluster)) = (mode_index, &cluster) {
             cluster_runs_a_scan(&ctx, &tables, &cluster.url).await?;
         }
-        let cluster = cluster.as_ref().map(|c| Cluster {
-            parts_first: matches!(mode, Mode::Dynamic | Mode::Auto),
-            ..c.clone()
+        let first = matches!(mode, Mode::Dynamic | Mode::Auto).then(|| PartsFirst {
+            key_list_budget: keys::list_budget(store.behaviour.max_expression_bytes),
         });
+        let cluster = cluster.as_ref();
         let rows_dir = options.out.join("rows").join(mode.name());
         std::fs::create_dir_all(&rows_dir)?;
         let plans_dir = options.out.join("plans").join(mode.name());
@@ -430,13 +428,13 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 let mut plans = Vec::new();
                 let mut retried = false;
                 for statement in &statements {
-                    let run = run_statement(&ctx, statement, n, cluster.as_ref()).await;
+                    let run = run_statement(&ctx, statement, n, cluster, first).await;
                     let run = match run.0 {
                         // Only a memory pool refuses a build side: the client's
                         // (`--memory-limit`) or, on a cluster, an executor's.
                         Err(e) if hash_join_refused(&e) => {
                             retried = true;
-                            run_with_sort_merge_joins(&ctx, statement, n, cluster.as_ref()).await
+                            run_with_sort_merge_joins(&ctx, statement, n, cluster, first).await
                         }
                         _ => run,
                     };
@@ -703,9 +701,13 @@ const BROADCAST_ROWS: usize = 1 << 20;
 struct Cluster {
     url: SchedulerUrl,
     codec: Arc<SiftCodec>,
-    /// Whether parts of a statement run first, their answers going into it as literals: the
-    /// run-time filter modes' way across stages ([`parts_first`]).
-    parts_first: bool,
+}
+
+/// Parts of a statement that run before it, their answers going into it as literals: the
+/// run-time filter modes' filters that reach a scan whatever the joins and stages between
+/// ([`parts_first`]).
+#[derive(Clone, Copy)]
+struct PartsFirst {
     /// The longest join-key list the store takes, in bytes of SQL (`cluster::keys`).
     key_list_budget: Option<usize>,
 }
@@ -855,10 +857,11 @@ async fn run_statement(
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
+    first: Option<PartsFirst>,
 ) -> StatementRun {
     match SORT_MERGE_QUERIES.contains(&n) {
-        true => run_with_sort_merge_joins(ctx, sql, n, cluster).await,
-        false => run_planned(ctx, sql, n, cluster).await,
+        true => run_with_sort_merge_joins(ctx, sql, n, cluster, first).await,
+        false => run_planned(ctx, sql, n, cluster, first).await,
     }
 }
 
@@ -875,12 +878,13 @@ async fn run_with_sort_merge_joins(
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
+    first: Option<PartsFirst>,
 ) -> StatementRun {
     let before = ctx.copied_config().options().optimizer.prefer_hash_join;
     if let Err(e) = set_prefer_hash_join(ctx, false).await {
         return (Err(e), None);
     }
-    let (result, plan) = run_planned(ctx, sql, n, cluster).await;
+    let (result, plan) = run_planned(ctx, sql, n, cluster, first).await;
     match set_prefer_hash_join(ctx, before).await {
         Ok(()) => (result, plan),
         Err(e) => (Err(e), plan),
@@ -914,6 +918,7 @@ async fn run_planned(
     sql: &str,
     n: u32,
     cluster: Option<&Cluster>,
+    first: Option<PartsFirst>,
 ) -> StatementRun {
     let planning =
         |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
@@ -922,8 +927,8 @@ async fn run_planned(
         Err(e) => return (Err(planning(e)), None),
     };
     // The plans of the jobs that ran parts of the statement first, if any.
-    let (frame, run_first) = match cluster.filter(|c| c.parts_first) {
-        Some(cluster) => match parts_first(ctx, frame, cluster).await {
+    let (frame, run_first) = match first {
+        Some(first) => match parts_first(ctx, frame, cluster, first).await {
             Ok(done) => done,
             Err(e) => {
                 let e = e.to_string();
@@ -998,16 +1003,17 @@ async fn run_planned(
     )
 }
 
-/// `frame` with parts of it run on the cluster first, the run-time filter modes' way across
-/// stages: its uncorrelated subqueries, replaced by their answers (`cluster::subqueries`),
-/// then its filtered dimensions' join keys, put as filters on the sides they join
-/// (`cluster::keys`). Also those jobs' stage plans, each under a line naming what it ran
-/// (`Subquery run first, job ID:` or `Join keys read first, job ID:`), in the order they
-/// finished.
+/// `frame` with parts of it run first, the run-time filter modes' way to filters that reach
+/// a scan across joins and stages: on a cluster its uncorrelated subqueries, replaced by
+/// their answers (`cluster::subqueries`); then, on a cluster or not, its filtered
+/// dimensions' join keys, put as filters on the sides they join (`cluster::keys`). Also
+/// those jobs' plans, each under a line naming what it ran (`Subquery run first, job ID:`
+/// or `Join keys read first`), in the order they finished.
 async fn parts_first(
     ctx: &SessionContext,
     frame: DataFrame,
-    cluster: &Cluster,
+    cluster: Option<&Cluster>,
+    first: PartsFirst,
 ) -> std::result::Result<(DataFrame, String), DataFusionError> {
     let plans = std::sync::Mutex::new(String::new());
     let runner = |what: &'static str| {
@@ -1019,13 +1025,20 @@ async fn parts_first(
                 let job = physical
                     .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
                     .and_then(|exec| exec.job_id());
-                if let Some(job) = job {
-                    let text = stages::plans(&cluster.url, job.as_ref())
-                        .await
-                        .map_err(|e| DataFusionError::External(Box::new(e)))?;
-                    if let Ok(mut plans) = plans.lock() {
-                        plans.push_str(&format!("{what}, job {job}:\n{text}"));
+                let text = match (cluster, job) {
+                    (Some(cluster), Some(job)) => {
+                        let stages = stages::plans(&cluster.url, job.as_ref())
+                            .await
+                            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+                        format!("{what}, job {job}:\n{stages}")
                     }
+                    _ => format!(
+                        "{what}:\n{}",
+                        DisplayableExecutionPlan::with_metrics(physical.as_ref()).indent(true)
+                    ),
+                };
+                if let Ok(mut plans) = plans.lock() {
+                    plans.push_str(&text);
                 }
                 Ok(rows)
             }
@@ -1033,19 +1046,28 @@ async fn parts_first(
         }
     };
     let run_subquery = runner("Subquery run first");
-    let plan = subqueries::run_first(frame.into_unoptimized_plan(), &run_subquery).await?;
+    let plan = match cluster {
+        Some(_) => subqueries::run_first(frame.into_unoptimized_plan(), &run_subquery).await?,
+        None => frame.into_unoptimized_plan(),
+    };
     let read_keys = runner("Join keys read first");
-    // The statement is planned again from the narrowed plan, and an optimized plan
-    // optimized again does not always survive Ballista's protobuf round trip to the
+    // The statement is planned again from the narrowed plan, and on a cluster an optimized
+    // plan optimized again does not always survive Ballista's protobuf round trip to the
     // scheduler (q32's decorrelated subquery): such a statement goes as it was, and reads
     // no keys it could not use. The narrowed plan is checked too, as it has filters more.
+    let sendable = |plan: &LogicalPlan| -> std::result::Result<bool, DataFusionError> {
+        Ok(match cluster {
+            Some(cluster) => round_trips(ctx, &ctx.state().optimize(plan)?, cluster),
+            None => true,
+        })
+    };
     let optimized = ctx.state().optimize(&plan)?;
-    let narrowed = match round_trips(ctx, &ctx.state().optimize(&optimized)?, cluster) {
-        true => keys::narrow(optimized, &read_keys, cluster.key_list_budget).await?,
+    let narrowed = match sendable(&optimized)? {
+        true => keys::narrow(optimized, &read_keys, first.key_list_budget).await?,
         false => None,
     };
     let plan = match narrowed {
-        Some(narrowed) if round_trips(ctx, &ctx.state().optimize(&narrowed)?, cluster) => narrowed,
+        Some(narrowed) if sendable(&narrowed)? => narrowed,
         _ => plan,
     };
     let plans = plans.into_inner().unwrap_or_default();

@@ -1,22 +1,26 @@
-//! Run-time filters that cross stages: a filtered dimension's join keys are read first.
+//! Run-time filters known before a statement runs: a filtered dimension's join keys are
+//! read first.
 //!
-//! In one process a hash join's run-time filter reaches the probe scan through every join
-//! between them: TPC-DS q64's `item` (six colours, a price range) narrows `store_sales`
-//! although two joins with returns and catalog sales sit in between. On a cluster those
-//! joins are partitioned ones, each a stage boundary, and a filter reaches only scans in its
-//! own join's stage ([`super::engine`]), so `store_sales` was selected whole: 14.6 MB against
-//! 9 KB at SF 0.01.
+//! A hash join's run-time filter reaches its probe scan only while the statement runs, and
+//! only where the plan lets it. On a cluster, joins between the dimension and the scan are
+//! partitioned ones, each a stage boundary, and a filter reaches only scans in its own
+//! join's stage ([`super::engine`]): TPC-DS q64's `item` (six colours, a price range)
+//! narrows `store_sales` through two joins with returns and catalog sales, and on a cluster
+//! `store_sales` was selected whole (14.6 MB against 9 KB at SF 0.01). In one process, a
+//! scan planned with no filter and every column is fetched (`TableDef::scan_mode`), as
+//! pushing it down would send the whole table back: q21 and q39's `inventory`, which their
+//! `date_dim` filter later cuts to a few weeks, was read whole (20 MB at SF 0.01).
 //!
-//! So in the run-time filter modes, after [`super::subqueries`] and the optimizer, a
-//! distributed statement's filtered dimensions answer first with their join keys, as jobs
-//! of their own: for an equi-join whose one side (the *source*) joins nothing and has a
-//! filter, `SELECT key FROM source` runs (NULL keys left out, at most [`MAX_ROWS`]` + 1`
-//! rows answered, so that it stops early), and when the keys are at most [`MAX_VALUES`]
-//! distinct values the other side gets `key IN (v1, …)` as a filter on top. The optimizer
-//! then pushes that filter down through the other side's joins to the scan that reads the
-//! key, which lowers it into its S3 Select SQL at planning time — standard SQL, as any
-//! store takes. A job whose filter keeps few rows of a large table would still read all of
-//! it, so a source's table has at most [`MAX_SOURCE_ROWS`] rows.
+//! So in the run-time filter modes, after the optimizer (and on a cluster after
+//! [`super::subqueries`]), a statement's filtered dimensions answer first with their join
+//! keys, as jobs of their own: for an equi-join whose one side (the *source*) joins
+//! nothing and has a filter, `SELECT key FROM source` runs (NULL keys left out, at most
+//! [`MAX_ROWS`]` + 1` rows answered, so that it stops early), and when the keys are at most
+//! [`MAX_VALUES`] distinct values the other side gets `key IN (v1, …)` as a filter on top.
+//! The optimizer then pushes that filter down through the other side's joins to the scan
+//! that reads the key, which lowers it into its S3 Select SQL at planning time — standard
+//! SQL, as any store takes. A job whose filter keeps few rows of a large table would still
+//! read all of it, so a source's table has at most [`MAX_SOURCE_ROWS`] rows.
 //!
 //! Rows are unchanged: a row of the other side whose key is not among the source's
 //! (non-NULL) keys has no partner, and an inner or semi join drops it anyway. Only joins

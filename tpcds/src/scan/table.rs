@@ -538,8 +538,9 @@ impl TableDef {
     /// under no filter is fetched in every mode. S3 Select would send the whole table back,
     /// re-serialised, after parsing it on the store: more work on both sides for the same
     /// bytes (q21 and q39 read all of `inventory`: 0.6× fetch's speed on loopback). A
-    /// planner weighing pushdown skips it, and so does this one. In dynamic mode this also
-    /// forgoes a filter the joins might derive later; on those scans none cut any bytes.
+    /// planner weighing pushdown skips it, and so does this one. In the run-time filter
+    /// modes such a scan is pushed down when a filtered dimension's join keys, read before
+    /// the statement (`cluster::keys`), give it a filter.
     fn scan_mode(&self, columns: usize, filtered: bool) -> Mode {
         if !filtered && columns == self.schema.fields().len() {
             Mode::Fetch
