@@ -1290,7 +1290,7 @@ mod tests {
             "SELECT s._1 FROM S3Object s WHERE (({read} NOT IN (5)) AND ({read} NOT IN (7)))"
         );
         assert!(
-            matches!(filter(&split), CExpr::IntFieldIn { negated: true, ref set, .. } if &**set == [5, 7]),
+            matches!(filter(&split), CExpr::IntFieldIn { negated: true, ref set, .. } if **set == [5, 7]),
             "{split}"
         );
         let split = "SELECT s._1 FROM S3Object s WHERE ((s._2 IN ('b', 'a')) OR (s._2 IN ('c')))";
