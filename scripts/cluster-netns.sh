@@ -53,7 +53,8 @@
 # instead of running it again, and SIFT_NETNS_REFERENCE=none runs the cluster alone, for a
 # benchmark at a scale where the single process would take hours; `run` itself then checks
 # each mode's rows against its first mode's (fetch's, in `all`). SIFT_NETNS_MODES sets the
-# modes (default all). The runs' files are kept when it fails.
+# modes (default all), SIFT_NETNS_RUN_ARGS further `tpcds run` arguments for both runs
+# (e.g. `--result-compression lz4`). The runs' files are kept when it fails.
 set -euo pipefail
 
 sift="$(realpath "${SIFT_BIN:-target/debug/sift}")"
@@ -278,7 +279,9 @@ gw2="https://$(addr gw2):9000"
 on_sched tpcds load --sf $sf --endpoint "$gw1" --bucket $bucket >"$work/load.log" 2>&1 ||
     fail "load through gw1"
 modes="${SIFT_NETNS_MODES:-all}"
-common=(--sf $sf --bucket $bucket --mode "$modes" --queries "${SIFT_NETNS_QUERIES:-all}")
+read -ra run_args <<<"${SIFT_NETNS_RUN_ARGS:-}"
+common=(--sf $sf --bucket $bucket --mode "$modes" --queries "${SIFT_NETNS_QUERIES:-all}"
+    "${run_args[@]}")
 # Each run's CPU seconds: the client's (bash's `time`), and every server's.
 TIMEFORMAT='%U %S'
 client_cpu() { awk '{printf "client %.0f s", $1 + $2}' "$1"; }
