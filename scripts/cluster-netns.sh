@@ -54,7 +54,8 @@
 # benchmark at a scale where the single process would take hours; `run` itself then checks
 # each mode's rows against its first mode's (fetch's, in `all`). SIFT_NETNS_MODES sets the
 # modes (default all), SIFT_NETNS_RUN_ARGS further `tpcds run` arguments for both runs
-# (e.g. `--result-compression lz4`). The runs' files are kept when it fails.
+# (e.g. `--result-compression lz4`), SIFT_NETNS_SCHEDULER_ARGS further `tpcds scheduler`
+# arguments (e.g. `--task-distribution bias`). The runs' files are kept when it fails.
 set -euo pipefail
 
 sift="$(realpath "${SIFT_BIN:-target/debug/sift}")"
@@ -260,7 +261,8 @@ for gw in gw1 gw2; do
         "${store_keys[@]}" "${gateway_keys[@]}" $(tls "$gw")
     wait_port sched "$(addr "$gw")" 9000 "$gw"
 done
-start sched scheduler tpcds scheduler --bind "$(addr sched):50050"
+read -ra scheduler_args <<<"${SIFT_NETNS_SCHEDULER_ARGS:-}"
+start sched scheduler tpcds scheduler --bind "$(addr sched):50050" "${scheduler_args[@]}"
 wait_port sched "$(addr sched)" 50050 "the scheduler"
 [[ $executors == 1 || $executors == 2 ]] || fail "SIFT_NETNS_EXECUTORS must be 1 or 2"
 for ex in $(seq -f exec%g "$executors"); do

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use indicatif::MultiProgress;
-use sift_tpcds::cluster::process::{self, ExecutorOptions, SchedulerOptions};
+use sift_tpcds::cluster::process::{self, ExecutorOptions, SchedulerOptions, TaskDistribution};
 use sift_tpcds::cluster::SchedulerUrl;
 use sift_tpcds::data::Slice;
 use sift_tpcds::error::{Error, Result};
@@ -52,6 +52,18 @@ pub struct SchedulerArgs {
     /// Ballista's, 180]
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub executor_timeout: Option<u64>,
+    /// How a stage's tasks go to the executors: `round-robin` one per executor in turn, so
+    /// that scans use every executor host's network; `bias` (Ballista's own default) fills
+    /// one executor's slots before the next's.
+    #[arg(long, value_enum, default_value_t = TaskDistributionArg::RoundRobin)]
+    pub task_distribution: TaskDistributionArg,
+}
+
+/// `--task-distribution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TaskDistributionArg {
+    Bias,
+    RoundRobin,
 }
 
 #[derive(Args, Debug)]
@@ -280,6 +292,10 @@ pub fn run(command: TpcdsCommand) -> ExitCode {
                     let options = SchedulerOptions {
                         bind: args.bind,
                         executor_timeout: args.executor_timeout,
+                        task_distribution: match args.task_distribution {
+                            TaskDistributionArg::Bias => TaskDistribution::Bias,
+                            TaskDistributionArg::RoundRobin => TaskDistribution::RoundRobin,
+                        },
                     };
                     process::scheduler(options, shared).await
                 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use ballista_scheduler::cluster::BallistaCluster;
-use ballista_scheduler::config::SchedulerConfig;
+use ballista_scheduler::config::{SchedulerConfig, TaskDistributionPolicy};
 use ballista_scheduler::scheduler_process::start_server;
 
 use crate::cluster::engine::SiftEngine;
@@ -23,6 +23,20 @@ pub struct SchedulerOptions {
     /// Seconds without a heartbeat after which an executor counts as lost and its tasks run
     /// elsewhere (default: Ballista's, 180).
     pub executor_timeout: Option<u64>,
+    /// How a stage's tasks are placed on the executors.
+    pub task_distribution: TaskDistribution,
+}
+
+/// How the scheduler places a stage's tasks. Ballista's default, `Bias`, fills one
+/// executor's free slots before the next's, so a scan of two tasks runs on one host behind
+/// one link; `RoundRobin` deals them one per executor in turn, so a link-bound scan uses
+/// every executor host's link (at SF 10 on two hosts, fetch took 1.48× less time than on
+/// one under `Bias`: single-table scans gained nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskDistribution {
+    Bias,
+    #[default]
+    RoundRobin,
 }
 
 /// Runs a scheduler until the process ends.
@@ -35,6 +49,10 @@ pub async fn scheduler(options: SchedulerOptions, shared: SdkConfig) -> Result<(
         external_host: bind.ip().to_string(),
         override_logical_codec: Some(Arc::clone(&codec) as _),
         override_physical_codec: Some(codec as _),
+        task_distribution: match options.task_distribution {
+            TaskDistribution::Bias => TaskDistributionPolicy::Bias,
+            TaskDistribution::RoundRobin => TaskDistributionPolicy::RoundRobin,
+        },
         ..SchedulerConfig::default()
     };
     if let Some(timeout) = options.executor_timeout {
