@@ -180,6 +180,39 @@ fn sent_statements(plan: &str) -> std::collections::BTreeSet<String> {
     sent
 }
 
+/// `tpcds run` arguments: `mode` over `queries` at the test scale into `out`, against the
+/// loaded gateway's `endpoint_args`, on the cluster at `scheduler` when one is given.
+fn run_args(
+    mode: &str,
+    queries: &str,
+    out: &Path,
+    endpoint_args: &[String],
+    scheduler: Option<&str>,
+) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "tpcds",
+        "run",
+        "--sf",
+        SF,
+        "--mode",
+        mode,
+        "--queries",
+        queries,
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(["--out".to_string(), out.display().to_string()]);
+    args.extend(endpoint_args.iter().cloned());
+    if let Some(url) = scheduler {
+        args.extend(["--scheduler".to_string(), url.to_string()]);
+    }
+    args
+}
+
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 /// The scheduler deals a stage's tasks to the executors in turn (Sift's default
 /// `--task-distribution round-robin`), so that a scan's tasks use every executor host's
 /// link: over seven queries each executor takes part in nearly every job. An executor makes
@@ -197,23 +230,14 @@ fn a_stage_s_tasks_are_dealt_to_every_executor() {
     let works = [temp_dir("sift-executor-a"), temp_dir("sift-executor-b")];
     let _executors: Vec<Running> = works.iter().map(|w| executor_in(&url, &[], w)).collect();
     let out = temp_dir("sift-cluster-dealt");
-    let out_arg = out.display().to_string();
-    let mut args = vec![
-        "tpcds",
-        "run",
-        "--sf",
-        SF,
-        "--mode",
+    let args = run_args(
         "fetch",
-        "--queries",
         "3,7,19,42,52,55,96",
-        "--scheduler",
-        &url,
-        "--out",
-        &out_arg,
-    ];
-    args.extend(endpoint_args.iter().map(String::as_str));
-    check(&sift(&args), "a run on the cluster");
+        &out,
+        &endpoint_args,
+        Some(&url),
+    );
+    check(&sift(&strs(&args)), "a run on the cluster");
     let jobs: Vec<usize> = works
         .iter()
         .map(|w| std::fs::read_dir(w).expect("work dir").count())
@@ -229,29 +253,12 @@ fn a_stage_s_tasks_are_dealt_to_every_executor() {
 #[test]
 fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
     let (_gateway, endpoint_args) = loaded_gateway(SF);
-    let endpoint_args: Vec<&str> = endpoint_args.iter().map(String::as_str).collect();
 
     let (url, _cluster) = cluster();
     // A run that has not finished in ten minutes has hung (at SF 0.01 it takes two): it is
     // killed and the test fails, rather than the suite waiting for ever.
     let run = |out: &Path, scheduler: Option<&str>| {
-        let out = out.display().to_string();
-        let mut args = vec![
-            "tpcds",
-            "run",
-            "--sf",
-            SF,
-            "--mode",
-            "all",
-            "--queries",
-            "ceph72",
-            "--out",
-            &out,
-        ];
-        args.extend(&endpoint_args);
-        if let Some(url) = scheduler {
-            args.extend(["--scheduler", url]);
-        }
+        let args = run_args("all", "ceph72", out, &endpoint_args, scheduler);
         let child = Command::new(env!("CARGO_BIN_EXE_sift"))
             .args(&args)
             .stdout(Stdio::null())
@@ -395,34 +402,12 @@ fn a_ballista_cluster_gives_the_single_process_rows_in_every_mode() {
 fn an_executor_killed_mid_run_costs_time_or_a_reported_failure_never_rows() {
     const QUERIES: &str = "3,7,13,19,25,26,42,43,52,55,96";
     let (_gateway, endpoint_args) = loaded_gateway(SF);
-    let endpoint_args: Vec<&str> = endpoint_args.iter().map(String::as_str).collect();
-    let run_args = |out: &Path, scheduler: Option<&str>| -> Vec<String> {
-        let out = out.display().to_string();
-        let mut args = vec![
-            "tpcds",
-            "run",
-            "--sf",
-            SF,
-            "--mode",
-            "fetch",
-            "--queries",
-            QUERIES,
-        ];
-        args.extend(["--out", &out]);
-        args.extend(&endpoint_args);
-        if let Some(url) = scheduler {
-            args.extend(["--scheduler", url]);
-        }
-        args.iter().map(|s| s.to_string()).collect()
+    let fetch_args = |out: &Path, scheduler: Option<&str>| {
+        run_args("fetch", QUERIES, out, &endpoint_args, scheduler)
     };
     let local = temp_dir("sift-cluster-kill-local");
     check(
-        &sift(
-            &run_args(&local, None)
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        ),
+        &sift(&strs(&fetch_args(&local, None))),
         "single-process run",
     );
     let expected = sorted_rows(&local.join("rows").join("fetch"));
@@ -431,7 +416,7 @@ fn an_executor_killed_mid_run_costs_time_or_a_reported_failure_never_rows() {
     let (url, mut cluster) = cluster_with(&["--executor-timeout", "6"], &heartbeat, 1);
     let out = temp_dir("sift-cluster-kill");
     let mut run = Command::new(env!("CARGO_BIN_EXE_sift"))
-        .args(run_args(&out, Some(&url)))
+        .args(fetch_args(&out, Some(&url)))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
