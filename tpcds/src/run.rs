@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use ballista_core::config::BALLISTA_SCHEDULER_MAX_PARTITIONS_PER_TASK;
 use ballista_core::execution_plans::DistributedQueryExec;
 use datafusion::arrow::array::{Array, Float32Array, Float64Array};
 use datafusion::arrow::datatypes::DataType;
@@ -735,11 +736,17 @@ async fn session(
         // re-plans a job after each stage and drops what it then believes empty, and it
         // answered TPC-DS q49 with no rows at SF 1 (docs/cluster.md). The static planner
         // plans each job once, from the plan a single process would run.
+        //
+        // One partition per task: by default Ballista's scheduler packs as many of a stage's
+        // partitions into one task as the executor it picks has free slots, so a scan of
+        // two partitions ran as one task on one executor behind one link whatever the
+        // scheduler's `--task-distribution`. One per task lets the scheduler deal them.
         Some(cluster) => SessionConfig::new_with_ballista()
             .with_ballista_logical_extension_codec(Arc::clone(&cluster.codec) as _)
             .with_ballista_physical_extension_codec(Arc::clone(&cluster.codec) as _)
             .with_ballista_shuffle_reader_remote_prefer_flight(true)
-            .with_ballista_adaptive_query_planner(false),
+            .with_ballista_adaptive_query_planner(false)
+            .set_u64(BALLISTA_SCHEDULER_MAX_PARTITIONS_PER_TASK, 1),
     }
     .with_target_partitions(partitions)
     .with_information_schema(false);

@@ -30,8 +30,8 @@ pub struct SchedulerOptions {
 /// How the scheduler places a stage's tasks. Ballista's default, `Bias`, fills one
 /// executor's free slots before the next's, so a scan of two tasks runs on one host behind
 /// one link; `RoundRobin` deals them one per executor in turn, so a link-bound scan uses
-/// every executor host's link (at SF 10 on two hosts, fetch took 1.48× less time than on
-/// one under `Bias`: single-table scans gained nothing).
+/// every executor host's link. (The client asks for one partition per task; otherwise the
+/// scheduler packs a stage's partitions into one task on one executor under either.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TaskDistribution {
     Bias,
