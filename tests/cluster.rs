@@ -10,7 +10,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{check, endpoint_args, loaded_gateway, sift, temp_dir, Gateway, ACCESS, SECRET};
+use common::{
+    check, endpoint_args, loaded_gateway, sift, strs, temp_dir, tpcds_run_args, Gateway, ACCESS,
+    SECRET,
+};
 
 const SF: &str = "0.01";
 
@@ -184,28 +187,8 @@ fn run_args(
     endpoint_args: &[String],
     scheduler: Option<&str>,
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "tpcds",
-        "run",
-        "--sf",
-        SF,
-        "--mode",
-        mode,
-        "--queries",
-        queries,
-    ]
-    .map(String::from)
-    .to_vec();
-    args.extend(["--out".to_string(), out.display().to_string()]);
-    args.extend(endpoint_args.iter().cloned());
-    if let Some(url) = scheduler {
-        args.extend(["--scheduler".to_string(), url.to_string()]);
-    }
-    args
-}
-
-fn strs(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
+    let scheduler: Vec<&str> = scheduler.map_or(vec![], |url| vec!["--scheduler", url]);
+    tpcds_run_args(SF, endpoint_args, mode, queries, out, &scheduler)
 }
 
 /// Whether a stage of `plan` read the output of an earlier stage partly on its own executor

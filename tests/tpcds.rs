@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    check, endpoint_args, loaded_gateway, sift, sorted_rows, temp_dir, Gateway, ACCESS, SECRET,
+    check, endpoint_args, loaded_gateway, sift, sorted_rows, strs, temp_dir, tpcds_run_args,
+    Gateway, ACCESS, SECRET,
 };
 
 const SF: &str = "0.01";
@@ -22,23 +23,7 @@ fn run_args(
     out: &Path,
     extra: &[&str],
 ) -> Vec<String> {
-    let out = out.display().to_string();
-    let head = [
-        "tpcds",
-        "run",
-        "--sf",
-        SF,
-        "--mode",
-        mode,
-        "--queries",
-        queries,
-        "--out",
-        &out,
-    ];
-    let head = head.iter().map(|s| s.to_string());
-    head.chain(endpoint.iter().cloned())
-        .chain(extra.iter().map(|s| s.to_string()))
-        .collect()
+    tpcds_run_args(SF, endpoint, mode, queries, out, extra)
 }
 
 /// Runs [`run_args`] to its end.
@@ -49,8 +34,7 @@ fn sift_run(
     out: &Path,
     extra: &[&str],
 ) -> std::process::Output {
-    let args = run_args(endpoint, mode, queries, out, extra);
-    sift(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    sift(&strs(&run_args(endpoint, mode, queries, out, extra)))
 }
 
 fn json(path: &Path) -> serde_json::Value {

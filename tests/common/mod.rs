@@ -237,6 +237,40 @@ pub fn loaded_gateway(sf: &str) -> (Gateway, Vec<String>) {
     (gateway, endpoint)
 }
 
+/// `sift tpcds run` arguments: `mode` over `queries` at scale `sf` into `out`, reaching the
+/// store with `endpoint` (its `--endpoint …` arguments), then `extra`.
+pub fn tpcds_run_args(
+    sf: &str,
+    endpoint: &[String],
+    mode: &str,
+    queries: &str,
+    out: &std::path::Path,
+    extra: &[&str],
+) -> Vec<String> {
+    let out = out.display().to_string();
+    let head = [
+        "tpcds",
+        "run",
+        "--sf",
+        sf,
+        "--mode",
+        mode,
+        "--queries",
+        queries,
+        "--out",
+        &out,
+    ];
+    let head = head.iter().map(|s| s.to_string());
+    head.chain(endpoint.iter().cloned())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// `args` as the `&str`s [`sift`] takes.
+pub fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 /// A new path under the temporary directory, unique to this process and moment.
 pub fn temp_dir(prefix: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
