@@ -149,19 +149,26 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
     // Each scan's plan metrics hold its bytes and requests, and in the pushdown modes the
     // statement its selects carried: in dynamic mode, q3's store_sales scan is cut by the
     // date_dim join's filter, so its WHERE names the join key.
-    let plan = |mode: &str| std::fs::read_to_string(out.join("plans").join(mode).join("q3.txt"));
-    let fetched = plan("fetch").expect("fetch plan");
+    let plan = |mode: &str, query: &str| {
+        std::fs::read_to_string(out.join("plans").join(mode).join(format!("{query}.txt")))
+            .expect("a plan")
+    };
+    // A plan's scan of `table`: its line, with the mode, request and choice it shows.
+    let scan = |plan: &str, table: &str| -> String {
+        let line = plan
+            .lines()
+            .find(|l| l.contains(&format!("table={table},")))
+            .map(str::to_string);
+        line.unwrap_or_else(|| panic!("no {table} scan in {plan}"))
+    };
+    let fetched = plan("fetch", "q3");
     assert!(
         fetched.contains("file_type=sift, table=")
             && fetched.contains("bytes_scanned=")
             && !fetched.contains("sql="),
         "{fetched}"
     );
-    let dynamic = plan("dynamic").expect("dynamic plan");
-    let store_sales = dynamic
-        .lines()
-        .find(|l| l.contains("table=store_sales"))
-        .expect("a store_sales scan");
+    let store_sales = scan(&plan("dynamic", "q3"), "store_sales");
     assert!(
         store_sales.contains("requests=")
             && store_sales.contains("bytes_received=")
@@ -177,12 +184,8 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
     // q21 reads all of inventory under a join's date filter, which a run-time filter alone
     // cannot push down: the scan is planned before the join's keys exist. In dynamic mode
     // date_dim's keys are read first and go into the scan's statement as a list.
-    let q21 = |mode: &str| std::fs::read_to_string(out.join("plans").join(mode).join("q21.txt"));
-    let q21 = q21("dynamic").expect("q21's plan");
-    let inventory = q21
-        .lines()
-        .find(|l| l.contains("table=inventory,"))
-        .expect("an inventory scan");
+    let q21 = plan("dynamic", "q21");
+    let inventory = scan(&q21, "inventory");
     assert!(
         q21.starts_with("Join keys read first:\n")
             && inventory.contains("mode=dynamic")
@@ -214,20 +217,12 @@ fn all_queries_agree_in_every_mode_and_pushdown_moves_fewer_bytes() {
         auto["scans_fetched_by_choice"].as_u64().unwrap() > 0,
         "{summary}"
     );
-    let scan_of = |query: &str, table: &str| {
-        let plan = std::fs::read_to_string(out.join("plans").join("auto").join(query)).unwrap();
-        let line = plan
-            .lines()
-            .find(|l| l.contains(&format!("table={table},")))
-            .map(str::to_string);
-        line.unwrap_or_else(|| panic!("no {table} scan in {plan}"))
-    };
-    let demographics = scan_of("q69.txt", "customer_demographics");
+    let demographics = scan(&plan("auto", "q69"), "customer_demographics");
     assert!(
         demographics.contains("mode=fetch") && demographics.contains("auto=fetched (answer ≈"),
         "{demographics}"
     );
-    let store_sales = scan_of("q3.txt", "store_sales");
+    let store_sales = scan(&plan("auto", "q3"), "store_sales");
     assert!(
         store_sales.contains("mode=dynamic") && store_sales.contains("auto=pushed (answer ≈"),
         "{store_sales}"
