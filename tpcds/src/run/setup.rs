@@ -1,0 +1,184 @@
+//! Before any query is timed: the store connected and its S3 Select checked, the tables'
+//! parts listed and, for `auto`, sampled.
+
+use std::sync::Arc;
+
+use super::{ResultFormat, RunOptions};
+use crate::error::{Error, Result};
+use crate::layout::Format;
+use crate::load::list_keys;
+use crate::net::Link;
+use crate::probe;
+use crate::s3::{table_prefix, EndpointArgs};
+use crate::scan::{Mode, Request, Results, Sample, Store};
+use crate::schema::SCHEMAS;
+
+/// The store at `endpoint`, its requests counted (and paced) by `link`, with what its S3
+/// Select does where stores differ; and the tables found there.
+pub(super) async fn connect(
+    endpoint: &EndpointArgs,
+    options: &RunOptions,
+    link: &Arc<Link>,
+) -> Result<(Arc<Store>, Vec<TableData>)> {
+    let shared = endpoint.signing.shared_config(Arc::clone(link)).await;
+    let mut store = Store::connect(
+        &shared,
+        &endpoint.location(),
+        endpoint.bucket.clone(),
+        options.concurrency,
+    );
+    if let Some(bytes) = options.split_bytes {
+        store.split_size = bytes.max(1);
+    }
+    let auto = options.modes.contains(&Mode::Auto);
+    let tables = discover(
+        &store,
+        &endpoint.prefix,
+        options.scale,
+        options.format,
+        auto,
+    )
+    .await?;
+    store.compress_arrow = options.result_compression.compress(options.link_rate);
+    let pushes = options.modes.iter().any(|&m| m != Mode::Fetch);
+    if pushes && matches!(options.format, Format::Csv | Format::Parquet) {
+        store.behaviour = match options.format {
+            Format::Parquet => {
+                let first = tables.first().and_then(|t| {
+                    let (part, _) = t.objects.first()?;
+                    let (column, _) = t.schema.columns.first()?;
+                    Some((part, column))
+                });
+                let Some((part, column)) = first else {
+                    return Err(Error::Invalid(
+                        "no Parquet part to check the store on".into(),
+                    ));
+                };
+                probe::check_parquet(&store, part, &format!("s.\"{column}\"")).await?
+            }
+            _ => {
+                let parts: Vec<&(String, u64)> = tables.iter().flat_map(|t| &t.objects).collect();
+                probe::check(&store, &parts).await?
+            }
+        };
+        match options.result_format {
+            ResultFormat::Auto => {}
+            ResultFormat::Csv => store.behaviour.arrow_results = false,
+            ResultFormat::Arrow if store.behaviour.arrow_results => {}
+            ResultFormat::Arrow => {
+                return Err(Error::Invalid(format!(
+                    "--result-format arrow: {} does not answer selects in Arrow (only Sift's \
+                     gateway does); leave it out to read CSV there",
+                    endpoint.endpoints.join(", ")
+                )))
+            }
+        }
+        if !store.behaviour.scan_ranges {
+            eprintln!(
+                "note: {} does not answer a ScanRange with the records that start in it \
+                 (as AWS defines it); pushed-down scans select each part whole",
+                endpoint.endpoints.join(", ")
+            );
+        }
+    }
+    Ok((Arc::new(store), tables))
+}
+
+/// Per-table part objects, sampled lines and line length, read once before any query is
+/// timed.
+pub(super) struct TableData {
+    pub(super) schema: &'static crate::schema::TableSchema,
+    pub(super) objects: Vec<(String, u64)>,
+    pub(super) line_bytes: f64,
+    /// Text and Parquet parts in auto mode: the sample it predicts answers from.
+    pub(super) sample: Option<Arc<Sample>>,
+}
+
+/// The tables at `prefix`, with a sample of each text or Parquet table when `sample` (auto
+/// mode predicts from it).
+async fn discover(
+    store: &Store,
+    prefix: &str,
+    scale: f64,
+    format: Format,
+    sample: bool,
+) -> Result<Vec<TableData>> {
+    let mut tables = Vec::new();
+    let extension = format!(".{}", format.extension());
+    for schema in SCHEMAS.iter() {
+        let table_prefix = table_prefix(prefix, scale, schema.name);
+        let mut objects: Vec<(String, u64)> = list_on_any(store, &table_prefix)
+            .await?
+            .into_iter()
+            .filter(|(key, _)| key.ends_with(&extension))
+            .collect();
+        objects.sort();
+        if objects.is_empty() {
+            let flag = match format {
+                Format::Csv => String::new(),
+                other => format!(" --format {}", other.name()),
+            };
+            return Err(Error::Invalid(format!(
+                "no data for table {} at s3://{}/{table_prefix}: run `sift tpcds load --sf {scale}{flag}` first",
+                schema.name, store.bucket
+            )));
+        }
+        let sample = match (format, sample) {
+            (Format::Csv, true) => Some(Arc::new(Sample::of_text(store, &objects).await?)),
+            (Format::Parquet, true) => Some(Arc::new(Sample::of_parquet(store, &objects).await?)),
+            _ => None,
+        };
+        let line_bytes = match format {
+            Format::Csv => sample_line_bytes(store, &objects[0]).await?,
+            // A Parquet file has no lines, and a gzip part's lines are known only once it is
+            // inflated: bytes of the object per generated row, for the same purpose
+            // (DataFusion's row estimates from object sizes).
+            Format::Parquet | Format::CsvGzip => {
+                let total: u64 = objects.iter().map(|(_, size)| size).sum();
+                let rows = crate::data::source_row_count(schema.name, scale)?.max(1);
+                total as f64 / rows as f64
+            }
+        };
+        tables.push(TableData {
+            schema,
+            objects,
+            line_bytes,
+            sample,
+        });
+    }
+    Ok(tables)
+}
+
+async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result<f64> {
+    if *size == 0 {
+        return Ok(100.0);
+    }
+    let sample = Request::Get {
+        key: key.clone(),
+        start: 0,
+        end: (*size).min(64 << 10),
+    };
+    let body = store
+        .send(&sample, "", Format::Csv, Results::Csv)
+        .await?
+        .body;
+    let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
+    Ok(body.len() as f64 / lines as f64)
+}
+
+/// The keys and sizes under `prefix`, listed at the first endpoint that answers.
+async fn list_on_any(store: &Store, prefix: &str) -> Result<Vec<(String, u64)>> {
+    let mut failures = Vec::new();
+    for endpoint in store.endpoints() {
+        match list_keys(&endpoint.client, &store.bucket, prefix).await {
+            Ok(keys) => return Ok(keys),
+            Err(e) if e.is_transient() => failures.push(format!("{}: {e}", endpoint.url)),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Invalid(format!(
+        "no endpoint could list s3://{}/{prefix}: {}",
+        store.bucket,
+        failures.join("; ")
+    )))
+}
