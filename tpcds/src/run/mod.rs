@@ -47,7 +47,7 @@ use crate::scan::{Mode, Store};
 use rows::{rows_text, StatementRows};
 use session::{cluster_runs_a_scan, session, Cluster};
 use setup::TableData;
-use statement::{plan_total, run_statement, scans_chosen, PartsFirst, Plan, StatementRun};
+use statement::{plan_total, scans_chosen, PartsFirst, Plan, Statement, StatementRun};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -340,7 +340,14 @@ impl Measured {
             let started = Instant::now();
             let mut runs = Vec::new();
             for statement in statements {
-                runs.push(run_statement(ctx, statement, n, cluster, first).await);
+                let statement = Statement {
+                    ctx,
+                    sql: statement,
+                    n,
+                    cluster,
+                    first,
+                };
+                runs.push(statement.run().await);
             }
             times.push(started.elapsed().as_secs_f64());
             let (received, scanned) = match cluster {

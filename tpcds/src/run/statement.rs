@@ -57,32 +57,141 @@ pub(super) struct StatementRun {
     pub(super) sort_merge_retry: bool,
 }
 
-/// Runs one statement, with hash joins unless it is one of [`SORT_MERGE_QUERIES`] or a hash
-/// join's build side does not fit ([`StatementRun::sort_merge_retry`]).
-pub(super) async fn run_statement(
-    ctx: &SessionContext,
-    sql: &str,
-    n: u32,
-    cluster: Option<&Cluster>,
-    first: Option<PartsFirst>,
-) -> StatementRun {
-    let done = |(rows, plan): Planned, sort_merge_retry| StatementRun {
-        rows,
-        plan,
-        sort_merge_retry,
-    };
-    if SORT_MERGE_QUERIES.contains(&n) {
-        return done(
-            run_with_sort_merge_joins(ctx, sql, n, cluster, first).await,
-            false,
-        );
+/// One statement of query `n`, to run in `ctx` (on `cluster`'s executors, if any), with
+/// the parts the run-time filter modes run `first`.
+#[derive(Clone, Copy)]
+pub(super) struct Statement<'a> {
+    pub(super) ctx: &'a SessionContext,
+    pub(super) sql: &'a str,
+    pub(super) n: u32,
+    pub(super) cluster: Option<&'a Cluster>,
+    pub(super) first: Option<PartsFirst>,
+}
+
+impl Statement<'_> {
+    /// Runs it, with hash joins unless it is one of [`SORT_MERGE_QUERIES`] or a hash join's
+    /// build side does not fit ([`StatementRun::sort_merge_retry`]).
+    pub(super) async fn run(self) -> StatementRun {
+        let done = |(rows, plan): Planned, sort_merge_retry| StatementRun {
+            rows,
+            plan,
+            sort_merge_retry,
+        };
+        if SORT_MERGE_QUERIES.contains(&self.n) {
+            return done(self.with_sort_merge_joins().await, false);
+        }
+        match self.planned().await {
+            (Err(e), _) if hash_join_refused(&e) => done(self.with_sort_merge_joins().await, true),
+            planned => done(planned, false),
+        }
     }
-    match run_planned(ctx, sql, n, cluster, first).await {
-        (Err(e), _) if hash_join_refused(&e) => done(
-            run_with_sort_merge_joins(ctx, sql, n, cluster, first).await,
-            true,
-        ),
-        planned => done(planned, false),
+
+    /// Runs it with sort-merge joins, which sort (and spill) their inputs instead of holding
+    /// a build side in memory; the session's own choice is restored after.
+    async fn with_sort_merge_joins(self) -> Planned {
+        let ctx = self.ctx;
+        let before = ctx.copied_config().options().optimizer.prefer_hash_join;
+        if let Err(e) = set_prefer_hash_join(ctx, false).await {
+            return (Err(e), None);
+        }
+        let (result, plan) = self.planned().await;
+        match set_prefer_hash_join(ctx, before).await {
+            Ok(()) => (result, plan),
+            Err(e) => (Err(e), plan),
+        }
+    }
+
+    /// Plans and runs it, with what runs first; its plan, with the metrics of the run (on a
+    /// cluster, its stages' from the scheduler).
+    async fn planned(self) -> Planned {
+        let Statement {
+            ctx,
+            sql,
+            n,
+            cluster,
+            first,
+        } = self;
+        let planning =
+            |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
+        let frame = match ctx.sql(sql).await {
+            Ok(frame) => frame,
+            Err(e) => return (Err(planning(e)), None),
+        };
+        // The plans of the jobs that ran parts of the statement first, if any.
+        let (frame, run_first) = match first {
+            Some(first) => match parts_first(ctx, frame, cluster, first).await {
+                Ok(done) => done,
+                Err(e) => {
+                    let e = e.to_string();
+                    let e = format!(
+                        "q{n}: a part run first failed: {}",
+                        without_job(first_line(&e))
+                    );
+                    return (Err(e), None);
+                }
+            },
+            None => (frame, String::new()),
+        };
+        let plan = match frame.create_physical_plan().await {
+            Ok(plan) => plan,
+            Err(e) => return (Err(planning(e)), None),
+        };
+        let rows = physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
+            .await
+            .map_err(|e| {
+                let e = e.to_string();
+                format!("q{n}: execution failed: {}", without_job(first_line(&e)))
+            });
+        let local = || {
+            DisplayableExecutionPlan::with_metrics(plan.as_ref())
+                .indent(true)
+                .to_string()
+        };
+        let job = plan
+            .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
+            .and_then(|exec| exec.job_id());
+        let (text, joins) = match (cluster, job) {
+            (Some(cluster), Some(job)) => match stages::plans(&cluster.url, job.as_ref()).await {
+                Ok(text) => {
+                    let joins = stages::join_tree(&text);
+                    (run_first + &text, joins)
+                }
+                Err(e) => {
+                    return (
+                        Err(format!("q{n}: the stage plans of job {job}: {e}")),
+                        None,
+                    )
+                }
+            },
+            // A statement the planner answered without a job (its subqueries' answers made it
+            // empty) ran here.
+            _ => (run_first + &local(), join_tree(&plan)),
+        };
+        let (bytes_received, bytes_scanned) = match cluster {
+            Some(_) => {
+                let uncounted = crate::plan_text::uncounted_scans(&text);
+                if uncounted > 0 {
+                    eprintln!(
+                        "warning: q{n}: {uncounted} scans came back from the scheduler without \
+                         metrics; their bytes are not counted"
+                    );
+                }
+                (
+                    crate::plan_text::scan_metric(&text, "bytes_received"),
+                    crate::plan_text::scan_metric(&text, "bytes_scanned"),
+                )
+            }
+            None => (0, 0),
+        };
+        (
+            rows,
+            Some(Plan {
+                text,
+                joins,
+                bytes_received,
+                bytes_scanned,
+            }),
+        )
     }
 }
 
@@ -92,122 +201,12 @@ fn hash_join_refused(error: &str) -> bool {
     error.contains("Resources exhausted") && error.contains("HashJoin")
 }
 
-/// Runs a statement with sort-merge joins, which sort (and spill) their inputs instead of
-/// holding a build side in memory; the session's own choice is restored after.
-async fn run_with_sort_merge_joins(
-    ctx: &SessionContext,
-    sql: &str,
-    n: u32,
-    cluster: Option<&Cluster>,
-    first: Option<PartsFirst>,
-) -> Planned {
-    let before = ctx.copied_config().options().optimizer.prefer_hash_join;
-    if let Err(e) = set_prefer_hash_join(ctx, false).await {
-        return (Err(e), None);
-    }
-    let (result, plan) = run_planned(ctx, sql, n, cluster, first).await;
-    match set_prefer_hash_join(ctx, before).await {
-        Ok(()) => (result, plan),
-        Err(e) => (Err(e), plan),
-    }
-}
-
 async fn set_prefer_hash_join(ctx: &SessionContext, on: bool) -> std::result::Result<(), String> {
     let sql = format!("SET datafusion.optimizer.prefer_hash_join = {on}");
     ctx.sql(&sql)
         .await
         .map_err(|e| format!("{sql}: {}", first_line(&e.to_string())))?;
     Ok(())
-}
-
-async fn run_planned(
-    ctx: &SessionContext,
-    sql: &str,
-    n: u32,
-    cluster: Option<&Cluster>,
-    first: Option<PartsFirst>,
-) -> Planned {
-    let planning =
-        |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
-    let frame = match ctx.sql(sql).await {
-        Ok(frame) => frame,
-        Err(e) => return (Err(planning(e)), None),
-    };
-    // The plans of the jobs that ran parts of the statement first, if any.
-    let (frame, run_first) = match first {
-        Some(first) => match parts_first(ctx, frame, cluster, first).await {
-            Ok(done) => done,
-            Err(e) => {
-                let e = e.to_string();
-                let e = format!(
-                    "q{n}: a part run first failed: {}",
-                    without_job(first_line(&e))
-                );
-                return (Err(e), None);
-            }
-        },
-        None => (frame, String::new()),
-    };
-    let plan = match frame.create_physical_plan().await {
-        Ok(plan) => plan,
-        Err(e) => return (Err(planning(e)), None),
-    };
-    let rows = physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
-        .await
-        .map_err(|e| {
-            let e = e.to_string();
-            format!("q{n}: execution failed: {}", without_job(first_line(&e)))
-        });
-    let local = || {
-        DisplayableExecutionPlan::with_metrics(plan.as_ref())
-            .indent(true)
-            .to_string()
-    };
-    let job = plan
-        .downcast_ref::<DistributedQueryExec<LogicalPlanNode>>()
-        .and_then(|exec| exec.job_id());
-    let (text, joins) = match (cluster, job) {
-        (Some(cluster), Some(job)) => match stages::plans(&cluster.url, job.as_ref()).await {
-            Ok(text) => {
-                let joins = stages::join_tree(&text);
-                (run_first + &text, joins)
-            }
-            Err(e) => {
-                return (
-                    Err(format!("q{n}: the stage plans of job {job}: {e}")),
-                    None,
-                )
-            }
-        },
-        // A statement the planner answered without a job (its subqueries' answers made it
-        // empty) ran here.
-        _ => (run_first + &local(), join_tree(&plan)),
-    };
-    let (bytes_received, bytes_scanned) = match cluster {
-        Some(_) => {
-            let uncounted = crate::plan_text::uncounted_scans(&text);
-            if uncounted > 0 {
-                eprintln!(
-                    "warning: q{n}: {uncounted} scans came back from the scheduler without \
-                     metrics; their bytes are not counted"
-                );
-            }
-            (
-                crate::plan_text::scan_metric(&text, "bytes_received"),
-                crate::plan_text::scan_metric(&text, "bytes_scanned"),
-            )
-        }
-        None => (0, 0),
-    };
-    (
-        rows,
-        Some(Plan {
-            text,
-            joins,
-            bytes_received,
-            bytes_scanned,
-        }),
-    )
 }
 
 /// `frame` with parts of it run first, the run-time filter modes' way to filters that reach
