@@ -15,9 +15,8 @@ pub enum Error {
         operation: &'static str,
         target: String,
         message: String,
-        /// The store was busy or unreachable, or the answer was cut short: the same request
-        /// may succeed when sent again, to this endpoint or another.
-        transient: bool,
+        /// Whether the same request may succeed when sent again.
+        retry: Retry,
     },
     /// A request failed on every attempt the client allows (`tried`: the endpoints, in the
     /// order tried).
@@ -43,15 +42,29 @@ pub enum Error {
     Mismatch(String),
 }
 
-/// The S3 error codes that ask the client to send the request again later: the store is
-/// busy (`SlowDown`, `ServiceUnavailable`, 503) or failed on its side (`InternalError`, 500;
-/// a gateway in front of a store that is down answers so), or the connection was too slow.
-const TRANSIENT_CODES: [&str; 4] = [
-    "SlowDown",
-    "ServiceUnavailable",
-    "InternalError",
-    "RequestTimeout",
-];
+/// Whether an S3 request that failed may succeed when sent again, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Sending it again fails again: an unknown key, a refused statement, a certificate not
+    /// trusted, a request built wrong.
+    Never,
+    /// The endpoint is up and at its limit (`SlowDown`, `ServiceUnavailable`, 503: Sift's
+    /// gateway answers so beyond its select queue). Another endpoint may take the request
+    /// now, this one a moment later; it is not passed over, as it is not down.
+    Busy,
+    /// The endpoint failed it: a refused or reset connection, a timeout, an answer cut
+    /// short, or an error on the store's side (`InternalError`, 500, which a gateway in
+    /// front of a store that is down answers). Another endpoint may take it; this one is
+    /// passed over for a while.
+    Failed,
+}
+
+/// The S3 error codes of a busy store ([`Retry::Busy`]).
+const BUSY_CODES: [&str; 2] = ["SlowDown", "ServiceUnavailable"];
+
+/// The S3 error codes of a store that failed a request it may answer when sent again
+/// ([`Retry::Failed`]): an error on its side, or a connection too slow.
+const FAILED_CODES: [&str; 2] = ["InternalError", "RequestTimeout"];
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -68,36 +81,48 @@ impl Error {
         R: std::fmt::Debug + 'static,
     {
         use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
-        let (message, transient) = match &error {
+        let (message, retry) = match &error {
             SdkError::ServiceError(service) => {
                 let e = service.err();
                 let code = e.code().unwrap_or("error");
                 let message = format!("{code}: {}", e.message().unwrap_or("(no message)"));
-                (message, TRANSIENT_CODES.contains(&code))
+                let retry = match code {
+                    code if BUSY_CODES.contains(&code) => Retry::Busy,
+                    code if FAILED_CODES.contains(&code) => Retry::Failed,
+                    _ => Retry::Never,
+                };
+                (message, retry)
             }
             // Built wrong on this side: sending it again builds it wrong again.
-            SdkError::ConstructionFailure(_) => (DisplayErrorContext(&error).to_string(), false),
+            SdkError::ConstructionFailure(_) => {
+                (DisplayErrorContext(&error).to_string(), Retry::Never)
+            }
             // A certificate refused now is refused on every retry.
             other if crate::tls::is_refusal(other) => {
-                (DisplayErrorContext(other).to_string(), false)
+                (DisplayErrorContext(other).to_string(), Retry::Never)
             }
             // Refused or reset connections, timeouts, answers cut short.
-            other => (DisplayErrorContext(other).to_string(), true),
+            other => (DisplayErrorContext(other).to_string(), Retry::Failed),
         };
         Error::S3 {
             operation,
             target: target.into(),
             message,
-            transient,
+            retry,
         }
     }
 
-    /// Whether sending the request again may succeed ([`Error::S3`]'s `transient`).
+    /// Whether sending the request again may succeed ([`Error::S3`]'s `retry`).
     pub fn is_transient(&self) -> bool {
+        matches!(self, Error::S3 { retry, .. } if *retry != Retry::Never)
+    }
+
+    /// Whether the endpoint was busy ([`Retry::Busy`]).
+    pub fn is_busy(&self) -> bool {
         matches!(
             self,
             Error::S3 {
-                transient: true,
+                retry: Retry::Busy,
                 ..
             }
         )
@@ -113,7 +138,7 @@ impl Error {
             operation,
             target: target.into(),
             message: aws_sdk_s3::error::DisplayErrorContext(error).to_string(),
-            transient: true,
+            retry: Retry::Failed,
         }
     }
 }

@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use datafusion::common::{DataFusionError, Result as DfResult};
 use sift_tpcds_data::{FIELD_DELIMITER, NO_COMMENTS};
 
-use crate::error::Error;
+use crate::error::{Error, Retry};
 use crate::layout::Format;
 use crate::scan::source::ScanMetrics;
 use crate::scan::Store;
@@ -175,9 +175,11 @@ impl Request {
 
 impl Store {
     /// Sends `request` (with `sql`, for a select) to its home endpoint, or the next one up.
-    /// When the answer is a transient failure (busy, unreachable, cut short) the endpoint
-    /// is passed over for [`DOWN_FOR`] and the request goes to the next endpoint up, after a
-    /// pause if this request already tried that one, up to [`MAX_ATTEMPTS`]. A failure that
+    /// When the answer is a transient failure the request goes to the next endpoint up,
+    /// after a pause if this request already tried that one, up to [`MAX_ATTEMPTS`]; an
+    /// endpoint that failed it (unreachable, cut short) is passed over by every request for
+    /// [`DOWN_FOR`], one that was only busy is not ([`Retry`]): passing a busy gateway over
+    /// sent all the load to the others, which then refused it in turn. A failure that
     /// sending again cannot mend (an unknown key, a refused statement) ends it at once. Only
     /// a complete answer is returned, so a request that failed midway is sent again whole.
     pub(crate) async fn send(
@@ -224,7 +226,9 @@ impl Store {
                 Err(e) if !e.is_transient() => return Err(e),
                 Err(e) => e,
             };
-            endpoint.mark_down();
+            if !error.is_busy() {
+                endpoint.mark_down();
+            }
             if !tried.contains(&at) {
                 tried.push(at);
             }
@@ -394,7 +398,7 @@ async fn select(
             target,
             message: "the event stream ended without an End event: the result may be cut short"
                 .into(),
-            transient: true,
+            retry: Retry::Failed,
         });
     }
     let arrow = results != Results::Csv && answered_arrow.0.load(Ordering::Relaxed);

@@ -161,6 +161,42 @@ async fn a_request_goes_to_the_next_endpoint_when_its_home_is_down() {
     );
 }
 
+/// A request whose home endpoint is busy (503 SlowDown) goes to the next one, but the busy
+/// endpoint is not passed over: the next request tries its home first again.
+#[tokio::test]
+async fn a_busy_endpoint_is_tried_again_by_the_next_request() {
+    let live =
+        server_answering(b"HTTP/1.1 206 Partial Content\r\nContent-Length: 4\r\n\r\nabcd".to_vec())
+            .await;
+    let slow_down = "<Error><Code>SlowDown</Code><Message>busy</Message></Error>";
+    let busy = server_answering(
+        format!(
+            "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{slow_down}",
+            slow_down.len()
+        )
+        .into_bytes(),
+    )
+    .await;
+    let request = get("t/part-00001.dat", 0, 4);
+    let home = request.home(2);
+    let mut endpoints = vec![live.clone(), live];
+    endpoints[home] = busy;
+    let store = store_at(endpoints).await;
+
+    for attempt in ["first", "second"] {
+        let answer = store
+            .send(&request, "", Format::Csv, Results::Csv)
+            .await
+            .expect("answered");
+        assert_eq!(&answer.body[..], b"abcd");
+        assert_eq!(
+            (answer.endpoint, answer.retries),
+            (1 - home, 1),
+            "the {attempt} request tries its busy home first"
+        );
+    }
+}
+
 /// When every endpoint fails, the request gives up after a bounded number of attempts with
 /// an error naming each endpoint tried.
 #[tokio::test]
