@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::execution::context::SessionContext;
 use md5::{Digest, Md5};
 
 pub(crate) use rows::{format_float, hex, median, rows_digest, write_json, write_rows};
@@ -208,16 +207,16 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         let mut per_endpoint = vec![(0, 0); endpoint.endpoints.len()];
         for &n in &options.queries {
             let sql = queries::query(n).ok_or_else(|| Error::Invalid(format!("no query {n}")))?;
-            let measured = Measured::run(
-                &ctx,
+            let query = Statement {
+                ctx: &ctx,
+                sql: "",
                 n,
-                &queries::statements(sql),
-                options.iterations,
-                (&link, &store),
-                cluster.as_ref(),
+                cluster: cluster.as_ref(),
                 first,
-            )
-            .await;
+            };
+            let statements = queries::statements(sql);
+            let measured =
+                Measured::run(query, &statements, options.iterations, &link, &store).await;
             let errors = measured.errors();
             if !errors.is_empty() {
                 stop_if_store_gone(&store, &tables, &format!("q{n} in {mode} mode"), &errors)
@@ -324,14 +323,13 @@ impl Measured {
     /// In one process the bytes are what `link` and `store` counted during each run (the
     /// runs are one at a time); on a cluster the executors counted, and their counts came
     /// back in the stage plans' metrics (response bodies: no HTTP headers or framing).
+    /// `query` is the statements' context; its `sql` is replaced by each of `statements`.
     async fn run(
-        ctx: &SessionContext,
-        n: u32,
+        query: Statement<'_>,
         statements: &[String],
         iterations: usize,
-        (link, store): (&Link, &Store),
-        cluster: Option<&Cluster>,
-        first: Option<PartsFirst>,
+        link: &Link,
+        store: &Store,
     ) -> Measured {
         let mut times = Vec::new();
         let mut last = None;
@@ -339,18 +337,11 @@ impl Measured {
             let (received0, scanned0) = (link.received(), store.scanned());
             let started = Instant::now();
             let mut runs = Vec::new();
-            for statement in statements {
-                let statement = Statement {
-                    ctx,
-                    sql: statement,
-                    n,
-                    cluster,
-                    first,
-                };
-                runs.push(statement.run().await);
+            for sql in statements {
+                runs.push(Statement { sql, ..query }.run().await);
             }
             times.push(started.elapsed().as_secs_f64());
-            let (received, scanned) = match cluster {
+            let (received, scanned) = match query.cluster {
                 None => (link.received() - received0, store.scanned() - scanned0),
                 Some(_) => runs
                     .iter()
