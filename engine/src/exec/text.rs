@@ -194,6 +194,7 @@ impl<'s> Opener<'s> {
             last_start,
         } = span;
         if let Some(bytes) = in_memory {
+            source.will_read(open_at, last_start);
             let from = usize::try_from(open_at)
                 .unwrap_or(usize::MAX)
                 .min(bytes.len());
