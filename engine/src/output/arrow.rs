@@ -459,6 +459,8 @@ enum Builder {
         b: Decimal128Builder,
         precision: u8,
         scale: u8,
+        /// `10^precision`, saturated: the bound of a mantissa parsed from digits.
+        limit: u64,
     },
     Str(StringBuilder),
     Timestamp(TimestampNanosecondBuilder),
@@ -474,6 +476,7 @@ impl Builder {
                 b: Decimal128Builder::new().with_data_type(t.data_type()),
                 precision,
                 scale,
+                limit: 10u64.saturating_pow(u32::from(precision)),
             },
             ColType::Str => Builder::Str(StringBuilder::new()),
             ColType::Timestamp => {
@@ -506,11 +509,9 @@ impl Builder {
                 None => false,
             },
             Builder::Decimal {
-                b,
-                precision,
-                scale,
+                b, scale, limit, ..
             } if *scale <= 18 => match parse_scaled_i64(text, *scale) {
-                Some(m) if m.unsigned_abs() < 10u64.saturating_pow(u32::from(*precision)) => {
+                Some(m) if m.unsigned_abs() < *limit => {
                     b.append_value(i128::from(m));
                     true
                 }
@@ -535,6 +536,7 @@ impl Builder {
                     b,
                     precision,
                     scale,
+                    ..
                 },
                 Value::Int(x),
             ) => b.append_value(decimal_at(
@@ -548,6 +550,7 @@ impl Builder {
                     b,
                     precision,
                     scale,
+                    ..
                 },
                 Value::Decimal(d),
             ) => b.append_value(decimal_at(*d, *precision, *scale, column)?),
