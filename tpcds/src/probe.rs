@@ -100,7 +100,8 @@ pub async fn check(store: &Store, parts: &[&(String, u64)]) -> Result<SelectBeha
         let body = store
             .send(&whole, "", Format::Csv, Results::Csv)
             .await?
-            .body;
+            .body
+            .joined();
         let Some(scan_ranges) = splits_records(store, key, &body).await? else {
             continue;
         };
@@ -129,7 +130,8 @@ async fn select(store: &Store, key: &str, range: Option<(u64, u64)>, sql: &str) 
     Ok(store
         .send(&request, sql, Format::Csv, Results::Csv)
         .await?
-        .body)
+        .body
+        .joined())
 }
 
 /// What the store's S3 Select does over Parquet parts: AWS's behaviour, and whether it
@@ -159,14 +161,15 @@ async fn answers_arrow(store: &Store, key: &str, format: Format, sql: &str) -> R
     if !answer.arrow {
         return Ok(false);
     }
-    let schema = datafusion::arrow::ipc::reader::StreamReader::try_new(&answer.body[..], None)
-        .map(|reader| reader.schema())
-        .map_err(|e| {
-            Error::Invalid(format!(
-                "SelectObjectContent {key}: the store said its answer was Arrow, but it is \
+    let schema =
+        datafusion::arrow::ipc::reader::StreamReader::try_new(&answer.body.joined()[..], None)
+            .map(|reader| reader.schema())
+            .map_err(|e| {
+                Error::Invalid(format!(
+                    "SelectObjectContent {key}: the store said its answer was Arrow, but it is \
                  not an Arrow stream ({e})"
-            ))
-        })?;
+                ))
+            })?;
     Ok(schema.fields().len() == 1)
 }
 

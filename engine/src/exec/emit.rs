@@ -28,6 +28,10 @@ pub(crate) struct ChunkOut {
     /// after the rows in `columns`.
     pub(crate) batches: Vec<RecordBatch>,
     pub(crate) rows: u64,
+    /// Rows of the chunk this one was reset from: what the next Arrow builders are sized
+    /// for, since neighbouring chunks keep about as many rows (growing a builder as it
+    /// fills copied each column about once more).
+    pub(crate) rows_last: u64,
     /// Rows output by earlier chunks (set by the driver), for LIMIT.
     pub(crate) rows_before: u64,
     /// End offset of each row in `bytes`, kept only under LIMIT.
@@ -42,6 +46,7 @@ impl ChunkOut {
             columns: None,
             batches: Vec::new(),
             rows: 0,
+            rows_last: 0,
             rows_before: 0,
             row_ends: Vec::new(),
             aggs: Vec::new(),
@@ -77,7 +82,7 @@ impl ChunkOut {
         self.bytes.clear();
         self.columns = None;
         self.batches.clear();
-        self.rows = 0;
+        self.rows_last = std::mem::take(&mut self.rows);
         self.rows_before = rows_before;
         self.row_ends.clear();
         self.aggs = plan.aggs.iter().map(|a| AggState::new(a.func)).collect();

@@ -100,7 +100,8 @@ pub(crate) fn write_row(
     let w = match ctx.writer {
         Writer::Text(w) => w,
         Writer::Arrow(a) => {
-            let columns = out.columns.get_or_insert_with(|| a.columns());
+            let rows = usize::try_from(out.rows_last).unwrap_or(0);
+            let columns = out.columns.get_or_insert_with(|| a.columns(rows));
             return a.append_row(ctx.plan, row, columns);
         }
         Writer::ArrowOfFile => return Err(crate::output::not_made()),

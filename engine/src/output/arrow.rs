@@ -217,9 +217,10 @@ impl ArrowOutput {
     }
 
     /// Empty builders for one chunk's rows.
-    pub(crate) fn columns(&self) -> Columns {
+    /// Empty columns with room for `rows` values each (none: the builders' defaults).
+    pub(crate) fn columns(&self, rows: usize) -> Columns {
         Columns {
-            builders: self.types.iter().map(|&t| Builder::new(t)).collect(),
+            builders: self.types.iter().map(|&t| Builder::new(t, rows)).collect(),
         }
     }
 
@@ -466,22 +467,28 @@ enum Builder {
     Timestamp(TimestampNanosecondBuilder),
 }
 
+/// The room a builder starts with when no earlier chunk says better (Arrow's own default).
+const DEFAULT_ROWS: usize = 1024;
+
 impl Builder {
-    fn new(t: ColType) -> Builder {
+    /// A builder with room for `rows` values, or its default room when that is less.
+    fn new(t: ColType, rows: usize) -> Builder {
+        let rows = rows.max(DEFAULT_ROWS);
         match t {
-            ColType::Bool => Builder::Bool(BooleanBuilder::new()),
-            ColType::Int => Builder::Int(Int64Builder::new()),
-            ColType::Float => Builder::Float(Float64Builder::new()),
+            ColType::Bool => Builder::Bool(BooleanBuilder::with_capacity(rows)),
+            ColType::Int => Builder::Int(Int64Builder::with_capacity(rows)),
+            ColType::Float => Builder::Float(Float64Builder::with_capacity(rows)),
             ColType::Decimal { precision, scale } => Builder::Decimal {
-                b: Decimal128Builder::new().with_data_type(t.data_type()),
+                b: Decimal128Builder::with_capacity(rows).with_data_type(t.data_type()),
                 precision,
                 scale,
                 limit: 10u64.saturating_pow(u32::from(precision)),
             },
-            ColType::Str => Builder::Str(StringBuilder::new()),
-            ColType::Timestamp => {
-                Builder::Timestamp(TimestampNanosecondBuilder::new().with_timezone("UTC"))
-            }
+            // The text's size is not known ahead: its buffer starts at the default.
+            ColType::Str => Builder::Str(StringBuilder::with_capacity(rows, DEFAULT_ROWS)),
+            ColType::Timestamp => Builder::Timestamp(
+                TimestampNanosecondBuilder::with_capacity(rows).with_timezone("UTC"),
+            ),
         }
     }
 
@@ -792,10 +799,11 @@ mod tests {
 
     #[test]
     fn values_are_widened_rescaled_or_refused() {
-        let mut b = Builder::new(ColType::Decimal {
+        let decimal = ColType::Decimal {
             precision: 5,
             scale: 2,
-        });
+        };
+        let mut b = Builder::new(decimal, 0);
         let dec = |s: &str| Value::Decimal(Decimal::parse(s).expect("decimal"));
         b.append(&dec("1.005"), "c").expect("rounds");
         b.append(&Value::Int(7), "c").expect("widens");

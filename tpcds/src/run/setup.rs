@@ -161,7 +161,8 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
     let body = store
         .send(&sample, "", Format::Csv, Results::Csv)
         .await?
-        .body;
+        .body
+        .joined();
     let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
     Ok(body.len() as f64 / lines as f64)
 }

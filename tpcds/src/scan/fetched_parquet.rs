@@ -174,7 +174,7 @@ impl PartReader {
             self.metrics.clone(),
         )
         .await?;
-        Ok(body)
+        Ok(body.joined())
     }
 
     /// A decoded batch (projected columns in file order) in the scan's column order.

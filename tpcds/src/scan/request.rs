@@ -67,7 +67,7 @@ pub(super) async fn run_request(
     format: Format,
     results: Results,
     metrics: ScanMetrics,
-) -> DfResult<(Bytes, bool)> {
+) -> DfResult<(Body, bool)> {
     let mut task = AbortOnDrop(tokio::spawn(async move {
         let _permit = Arc::clone(&store.permits)
             .acquire_owned()
@@ -141,11 +141,71 @@ impl Results {
 /// The request header asking for Arrow results, which Sift's answer carries back.
 const RESULT_FORMAT: &str = "x-sift-result-format";
 
+/// A response body as it arrived: a GET's bytes in one piece, a select's Records payloads
+/// in order. A select's answer is kept in its pieces rather than joined as it comes: CSV
+/// text is decoded piece by piece, and an Arrow stream is joined once, at its full size
+/// ([`Body::joined`]), where a growing buffer copied every byte two or three times.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Body {
+    pieces: Vec<Bytes>,
+    len: usize,
+}
+
+impl Body {
+    fn push(&mut self, piece: Bytes) {
+        if !piece.is_empty() {
+            self.len += piece.len();
+            self.pieces.push(piece);
+        }
+    }
+
+    /// The bytes in all.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The pieces, in order.
+    pub(crate) fn into_pieces(self) -> Vec<Bytes> {
+        self.pieces
+    }
+
+    /// The body in one buffer: its only piece as it is, or its pieces copied once into a
+    /// new one.
+    pub(crate) fn joined(self) -> Bytes {
+        match <[Bytes; 1]>::try_from(self.pieces) {
+            Ok([one]) => one,
+            Err(pieces) => {
+                let mut all = BytesMut::with_capacity(self.len);
+                for piece in &pieces {
+                    all.extend_from_slice(piece);
+                }
+                all.freeze()
+            }
+        }
+    }
+}
+
+impl From<Bytes> for Body {
+    fn from(bytes: Bytes) -> Body {
+        std::iter::once(bytes).collect()
+    }
+}
+
+impl FromIterator<Bytes> for Body {
+    fn from_iter<I: IntoIterator<Item = Bytes>>(pieces: I) -> Body {
+        let mut body = Body::default();
+        for piece in pieces {
+            body.push(piece);
+        }
+        body
+    }
+}
+
 /// A request's answer: the body, the object bytes the store read for it, and where it came
 /// from.
 #[derive(Debug)]
 pub(crate) struct Answer {
-    pub(crate) body: Bytes,
+    pub(crate) body: Body,
     /// The body is an Arrow IPC stream: asked for, and the store said so. Otherwise it is
     /// the CSV text (or the object bytes, for a GET).
     pub(crate) arrow: bool,
@@ -204,7 +264,7 @@ impl Store {
                         .await
                         .map(|body| {
                             let scanned = body.len() as u64;
-                            (body, scanned, false)
+                            (Body::from(body), scanned, false)
                         })
                 }
                 Request::Select { key, range } => {
@@ -304,7 +364,7 @@ async fn select(
     sql: &str,
     format: Format,
     results: Results,
-) -> Result<(Bytes, u64, bool), Error> {
+) -> Result<(Body, u64, bool), Error> {
     let target = match range {
         Some((start, end)) => format!("{key} (ScanRange {start}-{})", end - 1),
         None => key.to_string(),
@@ -368,7 +428,7 @@ async fn select(
         .send()
         .await
         .map_err(|e| Error::s3("SelectObjectContent", &target, e))?;
-    let mut records = BytesMut::new();
+    let mut records = Body::default();
     let mut scanned = 0;
     let mut ended = false;
     while let Some(event) = response
@@ -380,7 +440,7 @@ async fn select(
         match event {
             SelectObjectContentEventStream::Records(r) => {
                 if let Some(payload) = r.payload {
-                    records.extend_from_slice(payload.as_ref());
+                    records.push(payload.into_bytes());
                 }
             }
             SelectObjectContentEventStream::Stats(s) => {
@@ -402,7 +462,7 @@ async fn select(
         });
     }
     let arrow = results != Results::Csv && answered_arrow.0.load(Ordering::Relaxed);
-    Ok((records.freeze(), scanned, arrow))
+    Ok((records, scanned, arrow))
 }
 
 /// Notes whether a select's response says its records are Arrow.
@@ -428,5 +488,30 @@ impl Intercept for SeeArrow {
         let arrow = format.split(';').next().map(str::trim) == Some("arrow");
         self.0.store(arrow, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_joins_its_pieces_in_order_and_keeps_a_lone_one_as_it_is() {
+        let body: Body = ["ab", "", "cde", "f"]
+            .into_iter()
+            .map(Bytes::from)
+            .collect();
+        assert_eq!(body.len(), 6);
+        assert_eq!(
+            body.clone().into_pieces().len(),
+            3,
+            "empty pieces are dropped"
+        );
+        assert_eq!(&body.joined()[..], b"abcdef");
+
+        let one = Bytes::from(vec![7u8; 100]);
+        let joined = Body::from(one.clone()).joined();
+        assert_eq!(joined.as_ptr(), one.as_ptr(), "one piece is not copied");
+        assert!(Body::default().joined().is_empty());
     }
 }

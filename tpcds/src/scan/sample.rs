@@ -87,7 +87,8 @@ impl Sample {
                 let body = store
                     .send(&request, "", Format::Csv, Results::Csv)
                     .await?
-                    .body;
+                    .body
+                    .joined();
                 pieces.push((start, body));
                 at += step;
             }
@@ -133,7 +134,7 @@ impl Sample {
                     .send(&request, "", Format::Parquet, Results::Csv)
                     .await;
                 answer
-                    .map(|a| a.body)
+                    .map(|a| a.body.joined())
                     .map_err(|e| DataFusionError::External(Box::new(e)))
             }
         };

@@ -15,21 +15,23 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use datafusion::arrow::array::ArrayRef;
+use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::compute::{cast_with_options, CastOptions};
 use datafusion::arrow::csv::reader::Decoder;
 use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::ipc::reader::StreamReader;
+use datafusion::arrow::ipc::reader::StreamDecoder;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::{DataFusionError, Result as DfResult};
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use futures::Stream;
 use regex::Regex;
 use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::layout::Format;
 use crate::scan::filter::{ClientFilter, Statement};
-use crate::scan::request::{run_request, Request, Results};
+use crate::scan::request::{run_request, Body, Request, Results};
 use crate::scan::source::ScanMetrics;
 use crate::scan::{Store, BATCH_ROWS};
 
@@ -46,7 +48,7 @@ impl Requests {
     /// The GET bodies, in request order.
     fn fetched(self, format: Format) -> BoxStream<'static, DfResult<Bytes>> {
         self.answers(Arc::from(""), format, Results::Csv)
-            .map_ok(|(body, _)| body)
+            .map_ok(|(body, _)| body.joined())
             .boxed()
     }
 
@@ -56,7 +58,7 @@ impl Requests {
         sql: Arc<str>,
         format: Format,
         results: Results,
-    ) -> BoxStream<'static, DfResult<(Bytes, bool)>> {
+    ) -> BoxStream<'static, DfResult<(Body, bool)>> {
         let Requests {
             list,
             store,
@@ -181,7 +183,10 @@ impl Selected {
         .boxed();
         if results == Results::Csv {
             let decoder = answer_decoder(&output, empty_is_null)?;
-            return Ok(decode(answers.map_ok(|(body, _)| body).boxed(), decoder));
+            return Ok(decode(
+                text_pieces(answers.map_ok(|(body, _)| body)),
+                decoder,
+            ));
         }
         // Each answer on its own: an Arrow stream, decoded whole off the async threads, or
         // the CSV of a store that ignored the request for one, through the CSV decoder.
@@ -190,7 +195,7 @@ impl Selected {
                 true => {
                     let output = Arc::clone(&output);
                     stream::once(async move {
-                        tokio::task::spawn_blocking(move || arrow_batches(&body, &output))
+                        tokio::task::spawn_blocking(move || arrow_batches(body, &output))
                             .await
                             .map_err(|e| DataFusionError::External(Box::new(e)))?
                     })
@@ -199,7 +204,9 @@ impl Selected {
                     .boxed()
                 }
                 false => match answer_decoder(&output, empty_is_null) {
-                    Ok(decoder) => decode(stream::once(async move { Ok(body) }).boxed(), decoder),
+                    Ok(decoder) => {
+                        decode(text_pieces(stream::once(async move { Ok(body) })), decoder)
+                    }
                     Err(e) => stream::once(async move { Err(e) }).boxed(),
                 },
             })
@@ -240,14 +247,31 @@ const EXACT: CastOptions<'static> = CastOptions {
     format_options: datafusion::arrow::util::display::FormatOptions::new(),
 };
 
+/// The pieces of CSV answers, in order: the decoder takes a line cut between two pieces.
+fn text_pieces(
+    bodies: impl Stream<Item = DfResult<Body>> + Send + 'static,
+) -> BoxStream<'static, DfResult<Bytes>> {
+    bodies
+        .map_ok(|body| stream::iter(body.into_pieces().into_iter().map(Ok)))
+        .try_flatten()
+        .boxed()
+}
+
 /// One whole Arrow answer as batches of the scan's `output` columns. The store's columns
 /// are the types the statement cast to (`ScanSource::typed_list`): Int64 for the table's
 /// integers, timestamps for its dates; each is cast to the table's type.
-fn arrow_batches(body: &[u8], output: &SchemaRef) -> DfResult<Vec<RecordBatch>> {
-    let reader = StreamReader::try_new(body, None)?;
+///
+/// The answer is decoded from one buffer, so that the batches' columns are slices of it
+/// rather than copies (the decoder copies only a column buffer not aligned for its type;
+/// Sift's gateway pads each to 64 bytes).
+fn arrow_batches(body: Body, output: &SchemaRef) -> DfResult<Vec<RecordBatch>> {
+    let mut decoder = StreamDecoder::new();
+    let mut bytes = Buffer::from(body.joined());
     let mut batches = Vec::new();
-    for batch in reader {
-        let batch = batch?;
+    while !bytes.is_empty() {
+        let Some(batch) = decoder.decode(&mut bytes)? else {
+            continue;
+        };
         if batch.num_columns() != output.fields().len() {
             return Err(DataFusionError::Execution(format!(
                 "an Arrow answer has {} columns, the scan {}",
@@ -263,6 +287,7 @@ fn arrow_batches(body: &[u8], output: &SchemaRef) -> DfResult<Vec<RecordBatch>> 
             .collect::<Result<Vec<_>, _>>()?;
         batches.push(batch_of(output, columns, batch.num_rows())?);
     }
+    decoder.finish()?;
     Ok(batches)
 }
 
@@ -332,4 +357,111 @@ fn decode(
         }
     })
     .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, Date32Array, Decimal128Array, Int32Array, Int64Array};
+    use datafusion::arrow::array::{StringArray, TimestampNanosecondArray};
+    use datafusion::arrow::ipc::writer::StreamWriter;
+
+    /// The columns a Sift gateway answers for `(k INT, price DECIMAL(7,2), name, day DATE)`
+    /// with `rows` rows: Int64, Decimal128, Utf8 and timestamps, as `typed_field` casts.
+    fn answer(rows: usize) -> (SchemaRef, RecordBatch) {
+        let day_ns = 86_400_000_000_000i64;
+        let store = Arc::new(Schema::new(vec![
+            Field::new("_1", DataType::Int64, true),
+            Field::new("_2", DataType::Decimal128(7, 2), true),
+            Field::new("_3", DataType::Utf8, true),
+            Field::new(
+                "_4",
+                DataType::Timestamp(
+                    datafusion::arrow::datatypes::TimeUnit::Nanosecond,
+                    Some("UTC".into()),
+                ),
+                true,
+            ),
+        ]));
+        let n = rows as i64;
+        let batch = RecordBatch::try_new(
+            Arc::clone(&store),
+            vec![
+                Arc::new(Int64Array::from_iter(
+                    (0..n).map(|i| (i % 7 != 3).then_some(i)),
+                )),
+                Arc::new(
+                    Decimal128Array::from_iter_values((0..n).map(|i| i128::from(i) * 101))
+                        .with_precision_and_scale(7, 2)
+                        .expect("decimal type"),
+                ),
+                Arc::new(StringArray::from_iter_values(
+                    (0..n).map(|i| format!("n{i}")),
+                )),
+                Arc::new(
+                    TimestampNanosecondArray::from_iter_values((0..n).map(|i| i * day_ns))
+                        .with_timezone("UTC"),
+                ),
+            ],
+        )
+        .expect("batch");
+        let table = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, true),
+            Field::new("price", DataType::Decimal128(7, 2), true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("day", DataType::Date32, true),
+        ]));
+        (table, batch)
+    }
+
+    fn ipc(batches: &[RecordBatch]) -> Vec<u8> {
+        let mut writer =
+            StreamWriter::try_new(Vec::new(), &batches[0].schema()).expect("IPC writer");
+        for b in batches {
+            writer.write(b).expect("IPC batch");
+        }
+        writer.finish().expect("IPC end");
+        writer.into_inner().expect("IPC bytes")
+    }
+
+    /// `bytes` cut every `step` bytes, as Records payloads cut an answer anywhere.
+    fn pieces(bytes: &[u8], step: usize) -> Body {
+        bytes.chunks(step).map(Bytes::copy_from_slice).collect()
+    }
+
+    #[test]
+    fn an_arrow_answer_decodes_the_same_however_its_payloads_cut_it() {
+        let (table, first) = answer(1000);
+        let (_, second) = answer(10);
+        let bytes = ipc(&[first, second]);
+        for step in [1, 7, 64, 1000, bytes.len()] {
+            let batches = arrow_batches(pieces(&bytes, step), &table).expect("decoded");
+            assert_eq!(batches.len(), 2, "cut every {step} bytes");
+            let b = &batches[0];
+            assert_eq!(b.num_rows(), 1000);
+            assert_eq!(b.schema(), table);
+            let k = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .expect("Int32");
+            assert_eq!((k.value(999), k.is_null(3)), (999, true));
+            let day = b
+                .column(3)
+                .as_any()
+                .downcast_ref::<Date32Array>()
+                .expect("Date32");
+            assert_eq!(day.value(999), 999);
+            assert_eq!(batches[1].num_rows(), 10);
+        }
+    }
+
+    #[test]
+    fn an_arrow_answer_cut_short_is_an_error() {
+        let (table, batch) = answer(100);
+        let bytes = ipc(&[batch]);
+        // Without its end marker the stream is whole up to a message; cut inside one, not.
+        let cut = &bytes[..bytes.len() - 20];
+        assert!(arrow_batches(pieces(cut, 64), &table).is_err());
+    }
 }

@@ -148,7 +148,7 @@ async fn a_request_goes_to_the_next_endpoint_when_its_home_is_down() {
         .send(&request, "", Format::Csv, Results::Csv)
         .await
         .expect("answered");
-    assert_eq!(&answer.body[..], b"abcd");
+    assert_eq!(&answer.body.joined()[..], b"abcd");
     assert_eq!((answer.endpoint, answer.retries), (1 - home, 1));
     let again = store
         .send(&request, "", Format::Csv, Results::Csv)
@@ -188,7 +188,7 @@ async fn a_busy_endpoint_is_tried_again_by_the_next_request() {
             .send(&request, "", Format::Csv, Results::Csv)
             .await
             .expect("answered");
-        assert_eq!(&answer.body[..], b"abcd");
+        assert_eq!(&answer.body.joined()[..], b"abcd");
         assert_eq!(
             (answer.endpoint, answer.retries),
             (1 - home, 1),
