@@ -326,7 +326,7 @@ mod tests {
                 let mut t = vec![b'9'; int];
                 if frac > 0 {
                     t.push(b'.');
-                    t.extend(std::iter::repeat(b'9').take(frac));
+                    t.extend(std::iter::repeat_n(b'9', frac));
                 }
                 texts.push(t.clone());
                 t.insert(0, b'-');
