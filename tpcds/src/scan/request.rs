@@ -142,9 +142,10 @@ impl Results {
 const RESULT_FORMAT: &str = "x-sift-result-format";
 
 /// A response body as it arrived: a GET's bytes in one piece, a select's Records payloads
-/// in order. A select's answer is kept in its pieces rather than joined as it comes: CSV
-/// text is decoded piece by piece, and an Arrow stream is joined once, at its full size
-/// ([`Body::joined`]), where a growing buffer copied every byte two or three times.
+/// in order. A select's answer is kept in its pieces rather than appended to a buffer that
+/// grows as they come (each growth copies what is there): CSV text is decoded piece by
+/// piece, and an Arrow stream is joined once, into a buffer of its full size
+/// ([`Body::joined`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Body {
     pieces: Vec<Bytes>,
