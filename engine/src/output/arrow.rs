@@ -216,8 +216,8 @@ impl ArrowOutput {
         Arc::new(Schema::new(fields))
     }
 
-    /// Empty builders for one chunk's rows.
-    /// Empty columns with room for `rows` values each (none: the builders' defaults).
+    /// Empty builders for one chunk's rows, with room for `rows` values each (at least
+    /// Arrow's default room).
     pub(crate) fn columns(&self, rows: usize) -> Columns {
         Columns {
             builders: self.types.iter().map(|&t| Builder::new(t, rows)).collect(),
@@ -467,8 +467,12 @@ enum Builder {
     Timestamp(TimestampNanosecondBuilder),
 }
 
-/// The room a builder starts with when no earlier chunk says better (Arrow's own default).
+/// The values a builder has room for when no earlier chunk says better (Arrow's default).
 const DEFAULT_ROWS: usize = 1024;
+
+/// The bytes of text a string builder starts with (Arrow's default): a chunk's text size is
+/// not known ahead.
+const DEFAULT_TEXT_BYTES: usize = 1024;
 
 impl Builder {
     /// A builder with room for `rows` values, or its default room when that is less.
@@ -484,8 +488,7 @@ impl Builder {
                 scale,
                 limit: 10u64.saturating_pow(u32::from(precision)),
             },
-            // The text's size is not known ahead: its buffer starts at the default.
-            ColType::Str => Builder::Str(StringBuilder::with_capacity(rows, DEFAULT_ROWS)),
+            ColType::Str => Builder::Str(StringBuilder::with_capacity(rows, DEFAULT_TEXT_BYTES)),
             ColType::Timestamp => Builder::Timestamp(
                 TimestampNanosecondBuilder::with_capacity(rows).with_timezone("UTC"),
             ),
