@@ -161,15 +161,15 @@ async fn answers_arrow(store: &Store, key: &str, format: Format, sql: &str) -> R
     if !answer.arrow {
         return Ok(false);
     }
-    let schema =
-        datafusion::arrow::ipc::reader::StreamReader::try_new(&answer.body.joined()[..], None)
-            .map(|reader| reader.schema())
-            .map_err(|e| {
-                Error::Invalid(format!(
-                    "SelectObjectContent {key}: the store said its answer was Arrow, but it is \
+    let body = answer.body.joined();
+    let schema = datafusion::arrow::ipc::reader::StreamReader::try_new(&body[..], None)
+        .map(|reader| reader.schema())
+        .map_err(|e| {
+            Error::Invalid(format!(
+                "SelectObjectContent {key}: the store said its answer was Arrow, but it is \
                  not an Arrow stream ({e})"
-                ))
-            })?;
+            ))
+        })?;
     Ok(schema.fields().len() == 1)
 }
 

@@ -460,7 +460,8 @@ mod tests {
     fn an_arrow_answer_cut_short_is_an_error() {
         let (table, batch) = answer(100);
         let bytes = ipc(&[batch]);
-        // Without its end marker the stream is whole up to a message; cut inside one, not.
+        // The last 20 bytes: the 8-byte end marker and the end of the batch's body, so the
+        // decoder is left inside a message.
         let cut = &bytes[..bytes.len() - 20];
         assert!(arrow_batches(pieces(cut, 64), &table).is_err());
     }
