@@ -205,6 +205,16 @@ pub struct StoreSpec {
 }
 
 impl Store {
+    /// A store for planning only, in tests: no request is ever sent.
+    #[cfg(test)]
+    pub(crate) fn offline() -> Arc<Store> {
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .build();
+        Arc::new(Store::new(Client::from_conf(config), "b".into(), 4))
+    }
+
     /// A store at one endpoint, reached with `client`, whose URL is not recorded.
     pub fn new(client: Client, bucket: String, concurrency: usize) -> Store {
         let endpoint = Endpoint::new("the store".into(), client);

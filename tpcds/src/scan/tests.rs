@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use aws_sdk_s3::Client;
 use bytes::Bytes;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::TableProvider;
@@ -17,15 +16,6 @@ use crate::scan::request::{Request, Results};
 use crate::scan::source::{scan_units, sift_scan, ScanSource};
 use crate::scan::table::{with_key_statistics, S3Table};
 use crate::scan::{Location, Mode, Store};
-
-/// A store for planning only: no request is ever sent.
-fn offline_store() -> Arc<Store> {
-    let config = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .build();
-    Arc::new(Store::new(Client::from_conf(config), "b".into(), 4))
-}
 
 /// The URL of a TCP server that answers every request with `response` and closes the
 /// connection (e.g. a select answered in part).
@@ -318,7 +308,7 @@ async fn a_select_stream_cut_short_is_an_error_naming_object_and_range() {
 fn inventory(mode: Mode) -> S3Table {
     let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
     let objects = vec![("inventory/part-00000.dat".to_string(), 100 << 20)];
-    S3Table::new(schema, objects, 20.0, offline_store(), mode, Format::Csv)
+    S3Table::new(schema, objects, 20.0, Store::offline(), mode, Format::Csv)
 }
 
 /// The mode each scan of `inventory` is planned in, for a table in `mode`.
@@ -372,7 +362,7 @@ fn build_sides(plan: &Arc<dyn ExecutionPlan>) -> Vec<Vec<&'static str>> {
 /// built on 11.7 M inventory rows and probed with 31 dates).
 #[tokio::test]
 async fn joins_build_on_the_dimensions_not_the_fact_table() {
-    let store = offline_store();
+    let store = Store::offline();
     // SF 1 sizes and line lengths, roughly.
     let sizes = [
         ("inventory", 235_000_000u64, 20.0),
