@@ -270,13 +270,17 @@ async fn parts_first(
     let optimized = ctx.state().optimize(&plan)?;
     let narrowed = match sendable(&optimized)? {
         true => keys::narrow(optimized, &read_keys, first.key_list_budget).await?,
-        false => None,
+        false => keys::Narrowed {
+            plan: None,
+            not_read: Vec::new(),
+        },
     };
-    let plan = match narrowed {
+    let plan = match narrowed.plan {
         Some(narrowed) if sendable(&narrowed)? => narrowed,
         _ => plan,
     };
-    let plans = plans.into_inner().unwrap_or_default();
+    let mut plans = plans.into_inner().unwrap_or_default();
+    plans.extend(narrowed.not_read);
     Ok((DataFrame::new(ctx.state(), plan), plans))
 }
 

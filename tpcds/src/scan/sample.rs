@@ -203,6 +203,27 @@ impl Sample {
         })
     }
 
+    /// The rows of the table that pass `where_clause` (the store's SQL), scaled up from the
+    /// sample's: a text table has `text_rows` (estimated from its bytes), a Parquet table
+    /// the rows its footers give. `None` when the engine does not run the count over the
+    /// sample, or the sample has no rows.
+    pub(crate) fn kept_rows(&self, where_clause: &str, text_rows: usize) -> Option<f64> {
+        let sql = format!("SELECT COUNT(*) FROM S3Object s WHERE {where_clause}");
+        let (kept, sampled, table) = match self {
+            Sample::Lines(text) => (
+                count(text, &sql, dsdgen())?,
+                memchr::memchr_iter(b'\n', text).count(),
+                text_rows as f64,
+            ),
+            Sample::Parquet(sample) => (
+                count(&sample.file, &sql, InputFormat::Parquet)?,
+                sample.rows,
+                sample.table_rows as f64,
+            ),
+        };
+        (sampled > 0).then(|| kept as f64 / sampled as f64 * table)
+    }
+
     /// What a scan reading the table columns `read` moves when fetched: the whole table's
     /// `table_bytes` when it is text, the columns' chunks when it is Parquet.
     pub(crate) fn fetch_bytes(&self, read: &[usize], table_bytes: u64) -> u64 {
@@ -243,7 +264,7 @@ impl ParquetSample {
             Results::Arrow => OutputSerialization::Arrow(ArrowOptions { lz4: false }),
             Results::ArrowLz4 => OutputSerialization::Arrow(ArrowOptions { lz4: true }),
         };
-        let returned = run(&self.file, sql, InputFormat::Parquet, output)?;
+        let returned = run(&self.file, sql, InputFormat::Parquet, output, &mut Discard)?;
         Some(returned as f64 / self.rows as f64 * self.table_rows as f64)
     }
 }
@@ -257,17 +278,36 @@ fn lines_answer_share(text: &[u8], sql: &str) -> Option<f64> {
     if text.is_empty() {
         return None;
     }
-    let dsdgen = InputFormat::Csv(CsvInput {
-        field_delimiter: char::from(FIELD_DELIMITER).to_string(),
-        comments: NO_COMMENTS.to_string(),
-        ..Default::default()
-    });
-    let returned = run(text, sql, dsdgen, OutputSerialization::default())?;
+    let returned = run(text, sql, dsdgen(), OutputSerialization::default(), &mut Discard)?;
     Some(returned as f64 / text.len() as f64)
 }
 
-/// The bytes `sql` returns over `object`; `None` when the engine refuses or fails it.
-fn run(object: &[u8], sql: &str, format: InputFormat, output: OutputSerialization) -> Option<u64> {
+/// dsdgen's text as the engine reads it.
+fn dsdgen() -> InputFormat {
+    InputFormat::Csv(CsvInput {
+        field_delimiter: char::from(FIELD_DELIMITER).to_string(),
+        comments: NO_COMMENTS.to_string(),
+        ..Default::default()
+    })
+}
+
+/// The number a `SELECT COUNT(*)` statement `sql` answers over `object`; `None` when the
+/// engine refuses or fails it.
+fn count(object: &[u8], sql: &str, format: InputFormat) -> Option<u64> {
+    let mut answer = Vec::new();
+    run(object, sql, format, OutputSerialization::default(), &mut answer)?;
+    std::str::from_utf8(&answer).ok()?.trim().parse().ok()
+}
+
+/// The bytes `sql` returns over `object`, written to `sink`; `None` when the engine refuses
+/// or fails it.
+fn run(
+    object: &[u8],
+    sql: &str,
+    format: InputFormat,
+    output: OutputSerialization,
+    sink: &mut (dyn Sink + Send),
+) -> Option<u64> {
     let select = Select::new(SelectRequest {
         sql: sql.to_string(),
         input: InputSerialization {
@@ -278,7 +318,7 @@ fn run(object: &[u8], sql: &str, format: InputFormat, output: OutputSerializatio
         ..Default::default()
     })
     .ok()?;
-    let stats = select.run(&SliceSource(object), &mut Discard).ok()?;
+    let stats = select.run(&SliceSource(object), sink).ok()?;
     Some(stats.bytes_returned)
 }
 
@@ -340,6 +380,23 @@ mod tests {
             .unwrap();
         assert!(tenth.answer_bytes < 0.1 * all.answer_bytes, "{tenth:?}");
         assert_eq!(s.predict("SELECT nonsense", Results::Csv, &[], table), None);
+    }
+
+    #[test]
+    fn kept_rows_scale_the_samples_count_to_the_table() {
+        let lines: String = (0..100).map(|i| format!("{i}|name{i}|\n")).collect();
+        let text = Sample::Lines(Bytes::from(lines));
+        assert_eq!(text.kept_rows("CAST(s._1 AS INT) < 25", 8_000), Some(2_000.0));
+        assert_eq!(text.kept_rows("TRUE", 8_000), Some(8_000.0));
+        assert_eq!(text.kept_rows("s._1 <> ", 8_000), None);
+        assert_eq!(Sample::Lines(Bytes::new()).kept_rows("TRUE", 8_000), None);
+
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int32, true)]));
+        let keys = Int32Array::from_iter_values(0..1000);
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(keys)]).unwrap();
+        let parquet = Sample::Parquet(ParquetSample::new(&batch, 100_000, vec![300]).unwrap());
+        // The footers' rows, not the text estimate, scale a Parquet sample.
+        assert_eq!(parquet.kept_rows("s.k < 100", 8_000), Some(10_000.0));
     }
 
     #[test]

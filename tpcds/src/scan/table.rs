@@ -197,6 +197,22 @@ impl S3Table {
         self.def.estimated_rows
     }
 
+    /// Auto mode: the rows that pass `filters` (each one the table takes, [`Self::lowered`]),
+    /// predicted over the table's sample; `None` in the other modes, for a filter the store
+    /// cannot apply, or when the sample cannot tell.
+    pub(crate) fn predicted_rows(&self, filters: &[Expr]) -> Option<f64> {
+        let (sample, _) = self.def.auto.as_ref()?;
+        let preds = filters
+            .iter()
+            .map(|f| self.lowered(f))
+            .collect::<Option<Vec<_>>>()?;
+        let clause = match preds.is_empty() {
+            true => "TRUE".to_string(),
+            false => Pred::And(preds).to_sql_in(self.def.naming())?,
+        };
+        sample.kept_rows(&clause, self.def.estimated_rows)
+    }
+
     pub(crate) fn def(&self) -> &Arc<TableDef> {
         &self.def
     }
