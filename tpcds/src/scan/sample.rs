@@ -42,8 +42,8 @@ const PARQUET_SAMPLE_ROWS: usize = 32 << 10;
 /// A table's sample.
 #[derive(Debug)]
 pub(crate) enum Sample {
-    /// Whole lines of dsdgen text.
-    Lines(Bytes),
+    /// Whole lines of dsdgen text, and where each piece's lines end in it.
+    Lines { text: Bytes, piece_ends: Vec<usize> },
     Parquet(ParquetSample),
 }
 
@@ -101,7 +101,7 @@ impl Sample {
     /// offset it starts at. A piece that does not start an object starts at its first whole
     /// line; every piece ends at its last line end.
     pub(crate) fn from_pieces(pieces: impl IntoIterator<Item = (u64, Bytes)>) -> Sample {
-        let mut text = Vec::new();
+        let (mut text, mut piece_ends) = (Vec::new(), Vec::new());
         for (offset, piece) in pieces {
             let start = match offset {
                 0 => 0,
@@ -115,9 +115,13 @@ impl Sample {
             };
             if start < end {
                 text.extend_from_slice(&piece[start..end]);
+                piece_ends.push(text.len());
             }
         }
-        Sample::Lines(text.into())
+        Sample::Lines {
+            text: text.into(),
+            piece_ends,
+        }
     }
 
     /// The footers of the Parquet table `objects` (one or two ranged GETs each) and the
@@ -194,7 +198,7 @@ impl Sample {
         table_bytes: u64,
     ) -> Option<Prediction> {
         let answer_bytes = match self {
-            Sample::Lines(text) => lines_answer_share(text, sql)? * table_bytes as f64,
+            Sample::Lines { text, .. } => lines_answer_share(text, sql)? * table_bytes as f64,
             Sample::Parquet(sample) => sample.answer_bytes(sql, results)?,
         };
         Some(Prediction {
@@ -203,32 +207,40 @@ impl Sample {
         })
     }
 
-    /// The rows of the table that pass `where_clause` (the store's SQL), scaled up from the
-    /// sample's: a text table has `text_rows` (estimated from its bytes), a Parquet table
-    /// the rows its footers give. `None` when the engine does not run the count over the
-    /// sample, or the sample has no rows.
-    pub(crate) fn kept_rows(&self, where_clause: &str, text_rows: usize) -> Option<f64> {
-        let sql = format!("SELECT COUNT(*) FROM S3Object s WHERE {where_clause}");
-        let (kept, sampled, table) = match self {
-            Sample::Lines(text) => (
-                count(text, &sql, dsdgen())?,
-                memchr::memchr_iter(b'\n', text).count(),
-                text_rows as f64,
-            ),
-            Sample::Parquet(sample) => (
-                count(&sample.file, &sql, InputFormat::Parquet)?,
-                sample.rows,
-                sample.table_rows as f64,
-            ),
+    /// The rows of a text table of `table_rows` that pass `where_clause` (the store's SQL),
+    /// scaled up from the sample's. The piece that keeps the most rows is left out: a filter
+    /// whose rows all come from one piece, such as a year of `date_dim` (sorted by date; a
+    /// piece holds about a hundred days at SF 1), says nothing of the rest of the table, and
+    /// scaling that piece up would predict an eighth of it.
+    ///
+    /// `None` for Parquet, whose sample is one run of rows (an hour of `time_dim` is a
+    /// tenth of the sample but a twenty-fourth of the table); when the engine does not run
+    /// the count; or when no rows are left to scale.
+    pub(crate) fn kept_rows(&self, where_clause: &str, table_rows: usize) -> Option<f64> {
+        let Sample::Lines { text, piece_ends } = self else {
+            return None;
         };
-        (sampled > 0).then(|| kept as f64 / sampled as f64 * table)
+        let sql = format!("SELECT COUNT(*) FROM S3Object s WHERE {where_clause}");
+        let mut pieces = Vec::with_capacity(piece_ends.len());
+        let mut start = 0;
+        for &end in piece_ends {
+            let piece = &text[start..end];
+            let lines = memchr::memchr_iter(b'\n', piece).count();
+            pieces.push((count(piece, &sql)?, lines));
+            start = end;
+        }
+        let densest = (0..pieces.len()).max_by_key(|&i| pieces[i].0)?;
+        pieces.swap_remove(densest);
+        let kept: u64 = pieces.iter().map(|(kept, _)| kept).sum();
+        let sampled: usize = pieces.iter().map(|(_, lines)| lines).sum();
+        (sampled > 0).then(|| kept as f64 / sampled as f64 * table_rows as f64)
     }
 
     /// What a scan reading the table columns `read` moves when fetched: the whole table's
     /// `table_bytes` when it is text, the columns' chunks when it is Parquet.
     pub(crate) fn fetch_bytes(&self, read: &[usize], table_bytes: u64) -> u64 {
         match self {
-            Sample::Lines(_) => table_bytes,
+            Sample::Lines { .. } => table_bytes,
             Sample::Parquet(sample) => read.iter().filter_map(|&c| sample.chunk_bytes.get(c)).sum(),
         }
     }
@@ -291,11 +303,11 @@ fn dsdgen() -> InputFormat {
     })
 }
 
-/// The number a `SELECT COUNT(*)` statement `sql` answers over `object`; `None` when the
-/// engine refuses or fails it.
-fn count(object: &[u8], sql: &str, format: InputFormat) -> Option<u64> {
+/// The number a `SELECT COUNT(*)` statement `sql` answers over dsdgen text; `None` when
+/// the engine refuses or fails it.
+fn count(text: &[u8], sql: &str) -> Option<u64> {
     let mut answer = Vec::new();
-    run(object, sql, format, OutputSerialization::default(), &mut answer)?;
+    run(text, sql, dsdgen(), OutputSerialization::default(), &mut answer)?;
     std::str::from_utf8(&answer).ok()?.trim().parse().ok()
 }
 
@@ -344,16 +356,17 @@ mod tests {
             (40, Bytes::from_static(b"|9|\nd|4|\ne|5")),
             (90, Bytes::from_static(b"no line end")),
         ]);
-        let Sample::Lines(text) = s else {
+        let Sample::Lines { text, piece_ends } = s else {
             panic!("{s:?}")
         };
         assert_eq!(&text[..], b"a|1|\nb|2|\nd|4|\n");
+        assert_eq!(piece_ends, [10, 15]);
     }
 
     #[test]
     fn the_answer_share_of_lines_is_what_the_engine_returns() {
         let lines: String = (0..100).map(|i| format!("{i}|name{i}|\n")).collect();
-        let s = Sample::Lines(Bytes::from(lines.clone()));
+        let s = Sample::from_pieces([(0, Bytes::from(lines.clone()))]);
         let table = 1_000_000;
         let all = s
             .predict(
@@ -383,20 +396,36 @@ mod tests {
     }
 
     #[test]
-    fn kept_rows_scale_the_samples_count_to_the_table() {
-        let lines: String = (0..100).map(|i| format!("{i}|name{i}|\n")).collect();
-        let text = Sample::Lines(Bytes::from(lines));
-        assert_eq!(text.kept_rows("CAST(s._1 AS INT) < 25", 8_000), Some(2_000.0));
-        assert_eq!(text.kept_rows("TRUE", 8_000), Some(8_000.0));
+    fn kept_rows_scale_a_text_samples_count_to_the_table() {
+        // Four pieces of 25 lines; every fourth line is `a`. A piece after the first starts
+        // with the end of a line it does not hold.
+        let piece = |p: usize| {
+            let lines: String = (25 * p..25 * (p + 1))
+                .map(|i| format!("{i}|{}|\n", if i % 4 == 0 { "a" } else { "b" }))
+                .collect();
+            let cut = if p == 0 { "" } else { "x|\n" };
+            (p as u64 * 1000, Bytes::from(format!("{cut}{lines}")))
+        };
+        let text = Sample::from_pieces((0..4).map(piece));
+        let near = |rows: Option<f64>, expected: f64| {
+            assert!(rows.is_some_and(|r| (r - expected).abs() < 1e-6), "{rows:?}");
+        };
+        // Pieces 2 to 4 keep 6 of their 25 lines each (piece 1 keeps 7, and is left out).
+        near(text.kept_rows("s._2 = 'a'", 8_000), 18.0 / 75.0 * 8_000.0);
+        near(text.kept_rows("TRUE", 8_000), 8_000.0);
+        // The rows of one piece say nothing of the rest of the table.
+        near(text.kept_rows("CAST(s._1 AS INT) < 25", 8_000), 0.0);
         assert_eq!(text.kept_rows("s._1 <> ", 8_000), None);
-        assert_eq!(Sample::Lines(Bytes::new()).kept_rows("TRUE", 8_000), None);
+        let one_piece = Sample::from_pieces([(0, Bytes::from_static(b"1|a|\n"))]);
+        assert_eq!(one_piece.kept_rows("TRUE", 8_000), None);
 
+
+        // A Parquet sample's one run of rows predicts nothing.
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int32, true)]));
         let keys = Int32Array::from_iter_values(0..1000);
         let batch = RecordBatch::try_new(schema, vec![Arc::new(keys)]).unwrap();
         let parquet = Sample::Parquet(ParquetSample::new(&batch, 100_000, vec![300]).unwrap());
-        // The footers' rows, not the text estimate, scale a Parquet sample.
-        assert_eq!(parquet.kept_rows("s.k < 100", 8_000), Some(10_000.0));
+        assert_eq!(parquet.kept_rows("TRUE", 8_000), None);
     }
 
     #[test]
