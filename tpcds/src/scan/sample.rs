@@ -43,7 +43,10 @@ const PARQUET_SAMPLE_ROWS: usize = 32 << 10;
 #[derive(Debug)]
 pub(crate) enum Sample {
     /// Whole lines of dsdgen text, and where each piece's lines end in it.
-    Lines { text: Bytes, piece_ends: Vec<usize> },
+    Lines {
+        text: Bytes,
+        piece_ends: Vec<usize>,
+    },
     Parquet(ParquetSample),
 }
 
@@ -290,7 +293,13 @@ fn lines_answer_share(text: &[u8], sql: &str) -> Option<f64> {
     if text.is_empty() {
         return None;
     }
-    let returned = run(text, sql, dsdgen(), OutputSerialization::default(), &mut Discard)?;
+    let returned = run(
+        text,
+        sql,
+        dsdgen(),
+        OutputSerialization::default(),
+        &mut Discard,
+    )?;
     Some(returned as f64 / text.len() as f64)
 }
 
@@ -307,7 +316,13 @@ fn dsdgen() -> InputFormat {
 /// the engine refuses or fails it.
 fn count(text: &[u8], sql: &str) -> Option<u64> {
     let mut answer = Vec::new();
-    run(text, sql, dsdgen(), OutputSerialization::default(), &mut answer)?;
+    run(
+        text,
+        sql,
+        dsdgen(),
+        OutputSerialization::default(),
+        &mut answer,
+    )?;
     std::str::from_utf8(&answer).ok()?.trim().parse().ok()
 }
 
@@ -408,7 +423,10 @@ mod tests {
         };
         let text = Sample::from_pieces((0..4).map(piece));
         let near = |rows: Option<f64>, expected: f64| {
-            assert!(rows.is_some_and(|r| (r - expected).abs() < 1e-6), "{rows:?}");
+            assert!(
+                rows.is_some_and(|r| (r - expected).abs() < 1e-6),
+                "{rows:?}"
+            );
         };
         // Pieces 2 to 4 keep 6 of their 25 lines each (piece 1 keeps 7, and is left out).
         near(text.kept_rows("s._2 = 'a'", 8_000), 18.0 / 75.0 * 8_000.0);
@@ -418,7 +436,6 @@ mod tests {
         assert_eq!(text.kept_rows("s._1 <> ", 8_000), None);
         let one_piece = Sample::from_pieces([(0, Bytes::from_static(b"1|a|\n"))]);
         assert_eq!(one_piece.kept_rows("TRUE", 8_000), None);
-
 
         // A Parquet sample's one run of rows predicts nothing.
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int32, true)]));
