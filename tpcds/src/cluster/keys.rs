@@ -108,6 +108,7 @@ pub(crate) async fn narrow<'a>(
         Ok(TreeNodeRecursion::Continue)
     })?;
     let mut not_read = Vec::new();
+    // A job whose rows cannot be predicted runs, as in the other modes.
     wanted.retain(|keys| match predicted_over(keys) {
         Ok(Some(line)) => {
             not_read.push(line);
@@ -168,9 +169,8 @@ pub(crate) async fn narrow<'a>(
 
 /// In auto mode, a line saying why the job reading `keys` is left out when its source's
 /// sample predicts more than [`MAX_ROWS`] rows: its answer would be dropped, and reading it
-/// costs a round before the statement and a scan of the table on the store (at SF 1,
-/// TPC-DS q85's three such jobs, two over the 720 K rows of `web_sales`, took ~0.1 s of its
-/// ~0.7 s). `None` when the job runs: its rows are predicted to fit, or nothing predicts
+/// costs a round before the statement and a scan of the table on the store (at SF 1, three
+/// of TPC-DS q85's four jobs, two of them over `web_sales`). `None` when the job runs: its rows are predicted to fit, or nothing predicts
 /// them (the other modes, which have no sample; a Parquet table; a source with a filter the
 /// store cannot apply).
 fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
