@@ -82,6 +82,7 @@ struct Narrowing {
 }
 
 /// What [`narrow`] made of a plan.
+#[derive(Default)]
 pub(crate) struct Narrowed {
     /// The plan with its filters on; `None` when no side got one.
     pub(crate) plan: Option<LogicalPlan>,
@@ -116,12 +117,11 @@ pub(crate) async fn narrow<'a>(
         }
         _ => true,
     });
-    let unchanged = |not_read| Narrowed {
-        plan: None,
-        not_read,
-    };
     if wanted.is_empty() {
-        return Ok(unchanged(not_read));
+        return Ok(Narrowed {
+            plan: None,
+            not_read,
+        });
     }
     // At once: Ballista runs jobs side by side.
     let found = try_join_all(wanted.iter().map(|keys| distinct_keys(keys, run))).await?;
@@ -134,7 +134,10 @@ pub(crate) async fn narrow<'a>(
         })
         .collect();
     if answers.is_empty() {
-        return Ok(unchanged(not_read));
+        return Ok(Narrowed {
+            plan: None,
+            not_read,
+        });
     }
     // Bottom up, so that a join's sources are as `narrowings` saw them (a source joins
     // nothing, and nothing below it is rewritten).
@@ -170,22 +173,19 @@ pub(crate) async fn narrow<'a>(
 /// In auto mode, a line saying why the job reading `keys` is left out when its source's
 /// sample predicts more than [`MAX_ROWS`] rows: its answer would be dropped, and reading it
 /// costs a round before the statement and a scan of the table on the store (at SF 1, three
-/// of TPC-DS q85's four jobs, two of them over `web_sales`). `None` when the job runs: its rows are predicted to fit, or nothing predicts
-/// them (the other modes, which have no sample; a Parquet table; a source with a filter the
-/// store cannot apply).
+/// of TPC-DS q85's four jobs, two of them over `web_sales`). `None` when the job runs: its
+/// rows are predicted to fit, or nothing predicts them (the other modes, which have no
+/// sample; a Parquet table; a source with a filter the store cannot apply, which DataFusion
+/// keeps above the scan).
 fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
-    let mut scan = None;
-    let mut predictable = true;
-    keys.source.apply(|node| {
+    let mut node = &keys.source;
+    let scan = loop {
         match node {
-            LogicalPlan::TableScan(table_scan) => scan = Some(table_scan.clone()),
-            LogicalPlan::Projection(_) | LogicalPlan::SubqueryAlias(_) => {}
-            _ => predictable = false,
+            LogicalPlan::Projection(projection) => node = &projection.input,
+            LogicalPlan::SubqueryAlias(alias) => node = &alias.input,
+            LogicalPlan::TableScan(scan) => break scan,
+            _ => return Ok(None),
         }
-        Ok(TreeNodeRecursion::Continue)
-    })?;
-    let Some(scan) = scan.filter(|_| predictable) else {
-        return Ok(None);
     };
     let provider = source_as_provider(&scan.source)?;
     let Some(table) = provider.downcast_ref::<S3Table>() else {

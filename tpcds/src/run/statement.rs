@@ -270,10 +270,7 @@ async fn parts_first(
     let optimized = ctx.state().optimize(&plan)?;
     let narrowed = match sendable(&optimized)? {
         true => keys::narrow(optimized, &read_keys, first.key_list_budget).await?,
-        false => keys::Narrowed {
-            plan: None,
-            not_read: Vec::new(),
-        },
+        false => keys::Narrowed::default(),
     };
     let plan = match narrowed.plan {
         Some(narrowed) if sendable(&narrowed)? => narrowed,
