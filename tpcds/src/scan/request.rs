@@ -73,7 +73,9 @@ pub(super) async fn run_request(
             .acquire_owned()
             .await
             .map_err(|_| Error::Invalid("the request limiter was closed".into()))?;
+        let sent = std::time::Instant::now();
         let answer = store.send(&request, &sql, format, results).await?;
+        metrics.request_time.add_elapsed(sent);
         metrics.request_done(&answer);
         Ok::<_, Error>((answer.body, answer.arrow))
     }));

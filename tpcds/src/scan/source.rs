@@ -43,7 +43,7 @@ use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::filter_pushdown::{FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{
-    Count, CustomMetricValue, ExecutionPlanMetricsSet, MetricBuilder, MetricValue,
+    Count, CustomMetricValue, ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time,
 };
 use datafusion::physical_plan::{apply_expression_roots, DisplayFormatType, ExecutionPlan};
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
@@ -221,6 +221,7 @@ impl ScanSource {
         keep: Keep,
     ) -> BoxStream<'static, DfResult<RecordBatch>> {
         stream::once(async move {
+            let started = std::time::Instant::now();
             let chosen = self.at_start.clone().unwrap_or_default();
             let statement = self.statement();
             let mut sql = None;
@@ -235,6 +236,7 @@ impl ScanSource {
                     choice
                 })
                 .await?;
+            requests.metrics.statement_wait.add_elapsed(started);
             if !choice.pushed {
                 return FetchedParquet {
                     requests,
@@ -566,6 +568,11 @@ impl FileOpener for ScanOpener {
 /// (`bytes_scanned`), response bytes (`bytes_received`), requests, requests sent again after
 /// a transient failure (`retries`), and the statement sent (for a scan that selects; see
 /// [`SqlMetric`]).
+/// Two times tell where a scan's wall time went: `statement_wait`, from the partition's
+/// start until its statement was known (the joins' run-time filters, and auto mode's choice
+/// made at scan start), and `request_time`, the requests' time from sending to the whole
+/// answer (summed over requests in flight together, so it can exceed the scan's wall
+/// time).
 /// A store with several endpoints also counts each endpoint's answers and their bytes, as
 /// `requests_at_N` and `bytes_received_at_N` for the Nth endpoint (from 0, in the order
 /// given): a metric's name is all that reaches the plan text, labels are merged away.
@@ -575,6 +582,8 @@ pub(super) struct ScanMetrics {
     bytes_received: Count,
     requests: Count,
     retries: Count,
+    pub(super) statement_wait: Time,
+    pub(super) request_time: Time,
     /// Requests and bytes received per endpoint, when there are several.
     per_endpoint: Arc<[(Count, Count)]>,
     sql: Option<SqlSink>,
@@ -625,6 +634,8 @@ impl ScanMetrics {
             bytes_received: MetricBuilder::new(set).counter("bytes_received", partition),
             requests: MetricBuilder::new(set).counter("requests", partition),
             retries: MetricBuilder::new(set).counter("retries", partition),
+            statement_wait: MetricBuilder::new(set).subset_time("statement_wait", partition),
+            request_time: MetricBuilder::new(set).subset_time("request_time", partition),
             per_endpoint: per_endpoint.into(),
             sql,
         }

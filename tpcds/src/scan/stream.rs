@@ -171,7 +171,10 @@ impl Selected {
         let empty_is_null = statement.behaviour.empty_is_null;
         let metrics = requests.metrics.clone();
         let answers = stream::once(async move {
-            match sql.await {
+            let started = std::time::Instant::now();
+            let sql = sql.await;
+            metrics.statement_wait.add_elapsed(started);
+            match sql {
                 Ok(sql) => {
                     metrics.sent(&sql);
                     requests.answers(Arc::from(sql), format, results)
