@@ -10,7 +10,7 @@ use crate::load::list_keys;
 use crate::net::Link;
 use crate::probe;
 use crate::s3::{table_prefix, EndpointArgs};
-use crate::scan::{Mode, Request, Results, Sample, Store};
+use crate::scan::{Mode, ParquetFooters, Request, Results, Sample, Store};
 use crate::schema::SCHEMAS;
 
 /// The store at `endpoint`, its requests counted (and paced) by `link`, with what its S3
@@ -123,21 +123,28 @@ async fn discover(
                 schema.name, store.bucket
             )));
         }
-        let sample = match (format, sample) {
-            (Format::Csv, true) => Some(Arc::new(Sample::of_text(store, &objects).await?)),
-            (Format::Parquet, true) => Some(Arc::new(Sample::of_parquet(store, &objects).await?)),
+        let footers = match format {
+            Format::Parquet => Some(ParquetFooters::read(store, &objects).await?),
+            Format::Csv | Format::CsvGzip => None,
+        };
+        let sample = match (&footers, sample) {
+            (None, true) if format == Format::Csv => {
+                Some(Arc::new(Sample::of_text(store, &objects).await?))
+            }
+            (Some(footers), true) => Some(Arc::new(
+                Sample::of_parquet(store, &objects, footers).await?,
+            )),
             _ => None,
         };
-        let line_bytes = match format {
-            Format::Csv => sample_line_bytes(store, &objects[0]).await?,
-            // A Parquet file has no lines, and a gzip part's lines are known only once it is
-            // inflated: bytes of the object per generated row, for the same purpose
-            // (DataFusion's row estimates from object sizes).
-            Format::Parquet | Format::CsvGzip => {
-                let total: u64 = objects.iter().map(|(_, size)| size).sum();
-                let rows = crate::data::source_row_count(schema.name, scale)?.max(1);
-                total as f64 / rows as f64
-            }
+        // A Parquet file has no lines, and a gzip part's lines are known only once it is
+        // inflated: bytes of the object per row instead, for the same purpose (DataFusion's
+        // row estimates from object sizes). A Parquet table's rows are its footers'; a
+        // gzip table's are estimated from its first part's inflated lines.
+        let total: u64 = objects.iter().map(|(_, size)| size).sum();
+        let line_bytes = match (format, &footers) {
+            (_, Some(footers)) => total as f64 / footers.rows().max(1) as f64,
+            (Format::CsvGzip, None) => sample_gzip_line_bytes(store, &objects[0]).await?,
+            _ => sample_line_bytes(store, &objects[0]).await?,
         };
         tables.push(TableData {
             schema,
@@ -165,6 +172,32 @@ async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result
         .joined();
     let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
     Ok(body.len() as f64 / lines as f64)
+}
+
+/// Object bytes per line of a gzip part: its first 256 KiB inflated as far as they go
+/// (what a cut deflate block holds back is a few KiB, noise in a row estimate).
+async fn sample_gzip_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result<f64> {
+    use std::io::Read;
+    if *size == 0 {
+        return Ok(100.0);
+    }
+    let sample = Request::Get {
+        key: key.clone(),
+        start: 0,
+        end: (*size).min(256 << 10),
+    };
+    let body = store
+        .send(&sample, "", Format::CsvGzip, Results::Csv)
+        .await?
+        .body
+        .joined();
+    let mut inflate = flate2::read::MultiGzDecoder::new(&body[..]);
+    let (mut buffer, mut lines) = (vec![0u8; 64 << 10], 0usize);
+    // A cut stream ends in an error; the lines before it count.
+    while let Ok(n @ 1..) = inflate.read(&mut buffer) {
+        lines += buffer[..n].iter().filter(|&&b| b == b'\n').count();
+    }
+    Ok(body.len() as f64 / lines.max(1) as f64)
 }
 
 /// The keys and sizes under `prefix`, listed at the first endpoint that answers.

@@ -61,7 +61,7 @@ use tokio::sync::Semaphore;
 use crate::probe::SelectBehaviour;
 
 pub(crate) use request::{Request, Results};
-pub(crate) use sample::Sample;
+pub(crate) use sample::{ParquetFooters, Sample};
 pub use source::join_tree;
 pub(crate) use source::{scan_units, sift_scan, ScanSource, FILE_TYPE};
 pub use table::{with_key_statistics, S3Table};

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 use sift_engine::{
@@ -128,28 +129,15 @@ impl Sample {
         }
     }
 
-    /// The footers of the Parquet table `objects` (one or two ranged GETs each) and the
-    /// first [`PARQUET_SAMPLE_ROWS`] rows of its middle row group.
-    pub(crate) async fn of_parquet(store: &Store, objects: &[(String, u64)]) -> Result<Sample> {
-        let get = |key: &str, range: std::ops::Range<u64>| {
-            let request = Request::Get {
-                key: key.to_string(),
-                start: range.start,
-                end: range.end,
-            };
-            async move {
-                let answer = store
-                    .send(&request, "", Format::Parquet, Results::Csv)
-                    .await;
-                answer
-                    .map(|a| a.body.joined())
-                    .map_err(|e| DataFusionError::External(Box::new(e)))
-            }
-        };
-        let mut footers = Vec::with_capacity(objects.len());
-        for (key, size) in objects {
-            footers.push(read_metadata(key, *size, |range| get(key, range)).await?);
-        }
+    /// The first [`PARQUET_SAMPLE_ROWS`] rows of the middle row group of the Parquet table
+    /// `objects`, whose `footers` are read.
+    pub(crate) async fn of_parquet(
+        store: &Store,
+        objects: &[(String, u64)],
+        footers: &ParquetFooters,
+    ) -> Result<Sample> {
+        let table_rows = footers.rows();
+        let footers = &footers.0;
         let columns = footers
             .first()
             .map_or(0, |f| f.parquet_schema().num_columns());
@@ -165,7 +153,6 @@ impl Sample {
                 }
             }
         }
-        let table_rows = footers.iter().map(|f| rows(f.metadata())).sum();
         let Some(&(part, group)) = groups.get(groups.len() / 2) else {
             return Ok(Sample::Parquet(ParquetSample {
                 file: Bytes::new(),
@@ -178,7 +165,7 @@ impl Sample {
         let key = &objects[part].0;
         let schema = Arc::clone(footer.schema());
         let batches = decode(footer, ProjectionMask::all(), vec![group], |ranges| {
-            futures::future::try_join_all(ranges.into_iter().map(|r| get(key, r)))
+            futures::future::try_join_all(ranges.into_iter().map(|r| get_range(store, key, r)))
         })
         .await?;
         let batch = concat_batches(&schema, &batches).map_err(DataFusionError::from)?;
@@ -283,6 +270,45 @@ impl ParquetSample {
         let returned = run(&self.file, sql, InputFormat::Parquet, output, &mut Discard)?;
         Some(returned as f64 / self.rows as f64 * self.table_rows as f64)
     }
+}
+
+/// Every part's footer of a Parquet table, read before any query is timed: what the table's
+/// row count is taken from (in every mode, so that all plan alike) and auto mode's sample.
+pub(crate) struct ParquetFooters(Vec<ArrowReaderMetadata>);
+
+impl ParquetFooters {
+    /// The footers of the parts `objects` (one or two ranged GETs each).
+    pub(crate) async fn read(store: &Store, objects: &[(String, u64)]) -> Result<ParquetFooters> {
+        let mut footers = Vec::with_capacity(objects.len());
+        for (key, size) in objects {
+            footers.push(read_metadata(key, *size, |range| get_range(store, key, range)).await?);
+        }
+        Ok(ParquetFooters(footers))
+    }
+
+    /// The table's rows, over all its parts.
+    pub(crate) fn rows(&self) -> u64 {
+        self.0.iter().map(|f| rows(f.metadata())).sum()
+    }
+}
+
+/// Bytes `range` of object `key`.
+async fn get_range(
+    store: &Store,
+    key: &str,
+    range: std::ops::Range<u64>,
+) -> std::result::Result<Bytes, DataFusionError> {
+    let request = Request::Get {
+        key: key.to_string(),
+        start: range.start,
+        end: range.end,
+    };
+    let answer = store
+        .send(&request, "", Format::Parquet, Results::Csv)
+        .await;
+    answer
+        .map(|a| a.body.joined())
+        .map_err(|e| DataFusionError::External(Box::new(e)))
 }
 
 fn rows(metadata: &ParquetMetaData) -> u64 {
