@@ -10,6 +10,7 @@ use crate::err;
 use crate::error::Result;
 use crate::eval::expr::{ArithOp, CExpr, CmpOp, LikeSpec, DEC_FIELD_MIN_SCALE};
 use crate::eval::func::Func;
+use crate::eval::int_set::IntSet;
 use crate::json::path::{KeySet, RowStep, Step};
 use crate::sql::ast::{
     self, AggFunc, BinaryOp, CastType, ColumnRef, ColumnTarget, Expr, FromStep, Ident, Literal,
@@ -1109,17 +1110,13 @@ fn specialise_in(expr: Box<CExpr>, list: Vec<CExpr>, negated: bool) -> CExpr {
         })
         .collect();
     match (field, ints) {
-        (Some((index, empty_is_null, pos)), Some(mut set)) if !set.is_empty() => {
-            set.sort_unstable();
-            set.dedup();
-            CExpr::IntFieldIn {
-                index,
-                set: set.into(),
-                negated,
-                empty_is_null,
-                pos,
-            }
-        }
+        (Some((index, empty_is_null, pos)), Some(set)) if !set.is_empty() => CExpr::IntFieldIn {
+            index,
+            set: IntSet::new(set),
+            negated,
+            empty_is_null,
+            pos,
+        },
         _ => CExpr::InList {
             expr,
             list,
@@ -1157,18 +1154,13 @@ fn union_in(l: &CExpr, r: &CExpr, negated: bool) -> Option<CExpr> {
                 empty_is_null: e2,
                 ..
             },
-        ) if i1 == i2 && e1 == e2 && *n1 == negated && *n2 == negated => {
-            let mut set: Vec<i64> = s1.iter().chain(s2.iter()).copied().collect();
-            set.sort_unstable();
-            set.dedup();
-            Some(CExpr::IntFieldIn {
-                index: *i1,
-                set: set.into(),
-                negated,
-                empty_is_null: *e1,
-                pos: *pos,
-            })
-        }
+        ) if i1 == i2 && e1 == e2 && *n1 == negated && *n2 == negated => Some(CExpr::IntFieldIn {
+            index: *i1,
+            set: s1.union(s2),
+            negated,
+            empty_is_null: *e1,
+            pos: *pos,
+        }),
         (
             CExpr::StrFieldIn {
                 index: i1,
@@ -1283,14 +1275,14 @@ mod tests {
                 negated: false,
                 empty_is_null: true,
                 ..
-            } => assert_eq!(&*set, &[1, 3, 5, 9]),
+            } => assert_eq!(set.values(), &[1, 3, 5, 9]),
             other => panic!("not one IntFieldIn: {other:?}"),
         }
         let split = format!(
             "SELECT s._1 FROM S3Object s WHERE (({read} NOT IN (5)) AND ({read} NOT IN (7)))"
         );
         assert!(
-            matches!(filter(&split), CExpr::IntFieldIn { negated: true, ref set, .. } if **set == [5, 7]),
+            matches!(filter(&split), CExpr::IntFieldIn { negated: true, ref set, .. } if set.values() == [5, 7]),
             "{split}"
         );
         let split = "SELECT s._1 FROM S3Object s WHERE ((s._2 IN ('b', 'a')) OR (s._2 IN ('c')))";

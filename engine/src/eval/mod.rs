@@ -5,3 +5,4 @@ pub mod bind;
 pub mod coerce;
 pub mod expr;
 pub mod func;
+pub mod int_set;

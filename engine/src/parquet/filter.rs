@@ -18,9 +18,10 @@
 //! element ([`Kernel::Rows`]): the leaf's column path emptied, so that it reads each
 //! element as the row path would read that column, made the value the row path makes of
 //! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
-//! and decimal columns against numeric constants, strings against strings — tested against
-//! it. No compiled leaf can fail, so evaluating every leaf on every row (where the row path
-//! stops at AND's first false) gives the same answers.
+//! and decimal columns against numeric constants, strings against strings, IS [NOT] NULL
+//! of flat columns — tested against it. No compiled leaf can fail, so evaluating every leaf on every row (where the row path
+//! stops at AND's first false) gives the same answers; AND and OR skip their right side
+//! only for a batch whose left side alone decides every row (false for AND, true for OR).
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, Int64Type};
@@ -32,6 +33,7 @@ use crate::csv::Record;
 use crate::err;
 use crate::error::Result;
 use crate::eval::expr::{truth, CExpr, CmpOp, LikeSpec, Row};
+use crate::eval::int_set::IntSet;
 use crate::json::path::{key_matches, Step};
 use crate::parquet::rows::{BatchRows, Column};
 use crate::value::Value;
@@ -62,8 +64,11 @@ enum Test {
 enum Kernel {
     /// An Int32 or Int64 column: every comparison holds.
     Ints(Box<[(CmpOp, i64)]>),
-    /// An Int32 or Int64 column `IN` (or `NOT IN`) a sorted set of integers.
-    IntSet { set: Box<[i64]>, negated: bool },
+    /// An Int32 or Int64 column within `lo..=hi` (empty when `lo > hi`): comparisons other
+    /// than `<>` folded into two bounds, one branch-free test per value.
+    IntRange { lo: i64, hi: i64 },
+    /// An Int32 or Int64 column `IN` (or `NOT IN`) a set of integers.
+    IntSet { set: IntSet, negated: bool },
     /// A Decimal128 column of scale ≥ 0: every comparison holds, the constants at the
     /// column's scale. A batch holding a value the row path does not read as a DECIMAL
     /// (over 38 digits) is left to `rows`, the leaf for the row evaluator.
@@ -71,6 +76,9 @@ enum Kernel {
         conds: Box<[(CmpOp, i128)]>,
         rows: Box<CExpr>,
     },
+    /// `IS NULL` (`IS NOT NULL` when `negated`) of a column of a flat type: the column's
+    /// null bitmap, never unknown.
+    IsNull { negated: bool },
     /// A Utf8 column compared with a string: byte order, as strings compare.
     Text(CmpOp, Box<str>),
     /// The row evaluator, element by element; the leaf's column path is empty, so it reads
@@ -149,8 +157,14 @@ impl Truth {
 fn compile(e: &CExpr, schema: &Schema, roots: &mut Vec<usize>, typed: bool) -> Option<Test> {
     let mut sub = |e: &CExpr| compile(e, schema, roots, typed).map(Box::new);
     Some(match e {
-        CExpr::And(a, b) => Test::And(sub(a)?, sub(b)?),
-        CExpr::Or(a, b) => Test::Or(sub(a)?, sub(b)?),
+        CExpr::And(a, b) => {
+            let (a, b) = (sub(a)?, sub(b)?);
+            one_test(&a, &b, true).unwrap_or(Test::And(a, b))
+        }
+        CExpr::Or(a, b) => {
+            let (a, b) = (sub(a)?, sub(b)?);
+            one_test(&a, &b, false).unwrap_or(Test::Or(a, b))
+        }
         CExpr::Not(a) => Test::Not(sub(a)?),
         leaf => {
             let (root, kernel) = compile_leaf(leaf, schema, typed)?;
@@ -158,6 +172,53 @@ fn compile(e: &CExpr, schema: &Schema, roots: &mut Vec<usize>, typed: bool) -> O
             Test::Leaf { root, kernel }
         }
     })
+}
+
+/// `a AND b` (`a OR b` when not `and`) as one test of one column, where two tests of it
+/// combine exactly: `c IN A OR c IN B` is `c IN A∪B` and `c NOT IN A AND c NOT IN B` is
+/// `c NOT IN A∪B` (a key list longer than a store takes in one expression arrives split
+/// into such pieces); two ranges ANDed are their intersection (`c >= 1 AND c <= 9`). NULLs
+/// stay unknown either way.
+fn one_test(a: &Test, b: &Test, and: bool) -> Option<Test> {
+    let (
+        Test::Leaf {
+            root: r1,
+            kernel: k1,
+        },
+        Test::Leaf {
+            root: r2,
+            kernel: k2,
+        },
+    ) = (a, b)
+    else {
+        return None;
+    };
+    if r1 != r2 {
+        return None;
+    }
+    let kernel = match (k1, k2) {
+        (
+            Kernel::IntSet {
+                set: s1,
+                negated: n1,
+            },
+            Kernel::IntSet {
+                set: s2,
+                negated: n2,
+            },
+        ) if *n1 == and && *n2 == and => Kernel::IntSet {
+            set: s1.union(s2),
+            negated: and,
+        },
+        (Kernel::IntRange { lo: l1, hi: h1 }, Kernel::IntRange { lo: l2, hi: h2 }) if and => {
+            Kernel::IntRange {
+                lo: *l1.max(l2),
+                hi: *h1.min(h2),
+            }
+        }
+        _ => return None,
+    };
+    Some(Test::Leaf { root: *r1, kernel })
 }
 
 /// The column a leaf reads and its kernel, when the leaf is one this module evaluates.
@@ -225,6 +286,9 @@ fn as_row(leaf: &CExpr) -> CExpr {
 
 /// A typed kernel for the leaf over a column of type `ty`, where one exists.
 fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
+    if let CExpr::IsNull { negated, .. } = leaf {
+        return (!ty.is_nested()).then_some(Kernel::IsNull { negated: *negated });
+    }
     let consts: Vec<(CmpOp, &Value<'static>)> = match leaf {
         CExpr::Cmp(op, a, b) => match (&**a, &**b) {
             (_, CExpr::Const(k)) => vec![(*op, k)],
@@ -241,17 +305,15 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
             _ => return None,
         },
         CExpr::InList { list, negated, .. } if matches!(ty, DataType::Int32 | DataType::Int64) => {
-            let mut set = list
+            let set = list
                 .iter()
                 .map(|e| match e {
                     CExpr::Const(Value::Int(k)) => Some(*k),
                     _ => None,
                 })
                 .collect::<Option<Vec<i64>>>()?;
-            set.sort_unstable();
-            set.dedup();
             return Some(Kernel::IntSet {
-                set: set.into(),
+                set: IntSet::new(set),
                 negated: *negated,
             });
         }
@@ -265,7 +327,7 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
                 _ => None,
             })
             .collect::<Option<Box<[_]>>>()
-            .map(Kernel::Ints),
+            .map(|conds| int_range(&conds).unwrap_or(Kernel::Ints(conds))),
         DataType::Decimal128(_, scale) => {
             let scale = u8::try_from(*scale).ok()?;
             consts
@@ -283,6 +345,29 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
         },
         _ => None,
     }
+}
+
+/// Integer comparisons that all hold as one range, when none of them is `<>`.
+fn int_range(conds: &[(CmpOp, i64)]) -> Option<Kernel> {
+    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+    let empty = Kernel::IntRange { lo: 1, hi: 0 };
+    for &(op, k) in conds {
+        match op {
+            CmpOp::Eq => (lo, hi) = (lo.max(k), hi.min(k)),
+            CmpOp::GtEq => lo = lo.max(k),
+            CmpOp::LtEq => hi = hi.min(k),
+            CmpOp::Gt => match k.checked_add(1) {
+                Some(k) => lo = lo.max(k),
+                None => return Some(empty),
+            },
+            CmpOp::Lt => match k.checked_sub(1) {
+                Some(k) => hi = hi.min(k),
+                None => return Some(empty),
+            },
+            CmpOp::NotEq => return None,
+        }
+    }
+    Some(Kernel::IntRange { lo, hi })
 }
 
 /// A numeric constant as an integer at `scale`, when it is one exactly.
@@ -306,14 +391,22 @@ impl Test {
     fn eval(&self, filter: &ColumnFilter, arrays: &[ArrayRef]) -> Result<Truth> {
         Ok(match self {
             Test::And(a, b) => {
-                let (a, b) = (a.eval(filter, arrays)?, b.eval(filter, arrays)?);
+                let a = a.eval(filter, arrays)?;
+                if a.no.count_set_bits() == a.no.len() {
+                    return Ok(a);
+                }
+                let b = b.eval(filter, arrays)?;
                 Truth {
                     yes: &a.yes & &b.yes,
                     no: &a.no | &b.no,
                 }
             }
             Test::Or(a, b) => {
-                let (a, b) = (a.eval(filter, arrays)?, b.eval(filter, arrays)?);
+                let a = a.eval(filter, arrays)?;
+                if a.yes.count_set_bits() == a.yes.len() {
+                    return Ok(a);
+                }
+                let b = b.eval(filter, arrays)?;
                 Truth {
                     yes: &a.yes | &b.yes,
                     no: &a.no & &b.no,
@@ -353,9 +446,13 @@ impl Kernel {
                     .ok_or_else(mismatch)?;
                 Ok(Truth::known(values, array.nulls()))
             }
+            Kernel::IntRange { lo, hi } => {
+                let values = int_test(array, |v| *lo <= v && v <= *hi).ok_or_else(mismatch)?;
+                Ok(Truth::known(values, array.nulls()))
+            }
             Kernel::IntSet { set, negated } => {
-                let values = int_test(array, |v| set.binary_search(&v).is_ok() != *negated)
-                    .ok_or_else(mismatch)?;
+                let values =
+                    int_test(array, |v| set.contains(v) != *negated).ok_or_else(mismatch)?;
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::Decimals { conds, rows } => {
@@ -370,6 +467,14 @@ impl Kernel {
                     conds.iter().all(|&(op, k)| cmp(op, v[i], k))
                 });
                 Ok(Truth::known(values, array.nulls()))
+            }
+            Kernel::IsNull { negated } => {
+                let null = match array.logical_nulls() {
+                    Some(valid) => !valid.inner(),
+                    None => BooleanBuffer::new_unset(n),
+                };
+                let yes = if *negated { !&null } else { null };
+                Ok(Truth { no: !&yes, yes })
             }
             Kernel::Text(op, k) => {
                 let a = array.as_string_opt::<i32>().ok_or_else(mismatch)?;
@@ -532,13 +637,16 @@ mod tests {
     fn typed_kernels_for_trino_shapes() {
         let schema = schema();
         for (sql, kernel) in [
-            ("s.qty >= 0 AND s.qty <= 5", "Ints"),
-            ("s.id BETWEEN 3 AND 9", "Ints"),
+            ("s.qty >= 0 AND s.qty <= 5", "IntRange"),
+            ("s.id BETWEEN 3 AND 9", "IntRange"),
+            ("s.id <> 3", "Ints"),
             ("s.id IN (1, 5, 3, 5)", "IntSet"),
             ("s.price >= 10.00 AND 20 >= s.price", "Decimals"),
             ("s.name = 'ab'", "Text"),
+            ("s.qty IS NULL", "IsNull"),
+            ("s.name IS NOT NULL", "IsNull"),
             ("s.day < `2000-01-01`", "Rows"),
-            ("s.name LIKE 'a%' OR s.price IS NULL", "Rows"),
+            ("s.name LIKE 'a%'", "Rows"),
         ] {
             let f = ColumnFilter::compile(&filter_of(sql), &schema).unwrap();
             assert!(kernels(&f).contains(kernel), "{sql}: {}", kernels(&f));
@@ -565,6 +673,48 @@ mod tests {
                 "{sql} compiled"
             );
         }
+    }
+
+    #[test]
+    fn pieces_of_one_key_list_are_one_set() {
+        let schema = schema();
+        for (sql, sets) in [
+            ("s.qty IN (1, 2) OR s.qty IN (5) OR s.qty IN (2, 9)", 1),
+            ("s.qty NOT IN (1) AND s.qty NOT IN (5)", 1),
+            ("s.qty IN (1) OR s.qty NOT IN (5)", 2),
+            ("s.qty IN (1) AND s.qty IN (5)", 2),
+            ("s.qty IN (1) OR s.id IN (5)", 2),
+        ] {
+            let f = ColumnFilter::compile(&filter_of(sql), &schema).unwrap();
+            assert_eq!(
+                kernels(&f).matches("IntSet").count(),
+                sets,
+                "{sql}: {}",
+                kernels(&f)
+            );
+        }
+    }
+
+    #[test]
+    fn comparisons_fold_into_one_range() {
+        let range = |conds: &[(CmpOp, i64)]| match int_range(conds) {
+            Some(Kernel::IntRange { lo, hi }) => Some((lo, hi)),
+            _ => None,
+        };
+        use CmpOp::*;
+        assert_eq!(range(&[(GtEq, 1), (LtEq, 9), (Gt, 2)]), Some((3, 9)));
+        assert_eq!(range(&[(Eq, 4), (Lt, 10)]), Some((4, 4)));
+        assert_eq!(range(&[(Lt, i64::MIN)]), Some((1, 0)));
+        assert_eq!(range(&[(Gt, i64::MAX)]), Some((1, 0)));
+        assert_eq!(range(&[(LtEq, i64::MIN)]), Some((i64::MIN, i64::MIN)));
+        assert_eq!(range(&[(GtEq, 1), (NotEq, 3)]), None);
+        let f = ColumnFilter::compile(&filter_of("s.qty >= 2 AND s.qty < 7"), &schema()).unwrap();
+        assert_eq!(
+            kernels(&f).matches("IntRange").count(),
+            1,
+            "{}",
+            kernels(&f)
+        );
     }
 
     #[test]
@@ -630,8 +780,18 @@ mod tests {
                 format!("s.day {o} `{day}`")
             }),
             (op, -2i64..10).prop_map(|(o, k)| format!("s.ratio {o} {k}")),
-            prop_oneof![Just("qty"), Just("price"), Just("name")]
-                .prop_map(|c| format!("s.{c} IS NULL")),
+            (
+                prop_oneof![
+                    Just("qty"),
+                    Just("id"),
+                    Just("price"),
+                    Just("name"),
+                    Just("day"),
+                    Just("ratio")
+                ],
+                any::<bool>()
+            )
+                .prop_map(|(c, n)| format!("s.{c} IS {}NULL", if n { "NOT " } else { "" })),
             Just("s.name LIKE 'a%'".to_string()),
             Just("s.qty = 'x'".to_string()),
         ]
