@@ -16,6 +16,7 @@
 //! down and stays with DataFusion.
 
 use std::cmp::Ordering::{Equal, Greater, Less};
+use std::collections::HashSet;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -116,9 +117,14 @@ impl Pred {
     /// gives them, the store would check a dozen guarded CASTs on every row before the one
     /// list that rejects nearly all of them.
     ///
+    /// Key lists on one column are one list, their intersection: the join keys read before
+    /// the statement and the same join's run-time filter are the same list twice, which a
+    /// store would check twice on every row.
+    ///
     /// The result is the same in SQL's three-valued logic: a bound dropped beside `k IN
     /// (…)` (a list without NULLs) is true whenever the list is, and NULL exactly when it
-    /// is (k NULL).
+    /// is (k NULL); `k IN A AND k IN B` is `k IN A∩B` for lists without NULLs (both NULL
+    /// when k is), kept apart when A∩B is empty, as `IN ()` is no SQL.
     pub fn conjunction(preds: Vec<Pred>) -> Pred {
         fn flatten(pred: Pred, into: &mut Vec<Pred>) {
             match pred {
@@ -159,11 +165,53 @@ impl Pred {
             _ => false,
         };
         parts.retain(|p| !implied(p));
+        intersect_lists(&mut parts);
         // Stable: the other conjuncts keep their order.
         parts.sort_by_key(|p| !matches!(p, Pred::In { negated: false, .. }));
         match parts.len() {
             1 => parts.pop().unwrap_or(Pred::And(Vec::new())),
             _ => Pred::And(parts),
+        }
+    }
+}
+
+/// Each non-negated, NULL-free `IN` list of `parts` joined with the first such list on its
+/// column into their intersection, where that is not empty.
+fn intersect_lists(parts: &mut Vec<Pred>) {
+    let list_of = |p: &Pred| match p {
+        Pred::In {
+            col,
+            list,
+            negated: false,
+        } if !list.iter().any(ScalarValue::is_null) => Some((col.index, list.clone())),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < parts.len() {
+        let Some((column, list)) = list_of(&parts[i]) else {
+            i += 1;
+            continue;
+        };
+        let values: HashSet<&ScalarValue> = list.iter().collect();
+        let earlier = parts[..i].iter_mut().find_map(|p| match p {
+            Pred::In {
+                col,
+                list: first,
+                negated: false,
+            } if col.index == column
+                && !first.iter().any(ScalarValue::is_null)
+                && first.iter().any(|v| values.contains(v)) =>
+            {
+                Some(first)
+            }
+            _ => None,
+        });
+        match earlier {
+            Some(first) => {
+                first.retain(|v| values.contains(v));
+                parts.remove(i);
+            }
+            None => i += 1,
         }
     }
 }
@@ -804,6 +852,30 @@ mod tests {
 
     /// A join filter's shape: its range is implied by its list and goes; the list comes
     /// first; a bound that narrows more than the list does stays, as do other columns'.
+    #[test]
+    fn key_lists_on_one_column_are_their_intersection() {
+        assert_eq!(
+            Pred::conjunction(vec![list(&[3, 5, 9]), ge(1), list(&[9, 5, 3])]),
+            list(&[3, 5, 9])
+        );
+        assert_eq!(
+            Pred::conjunction(vec![list(&[3, 5, 9]), list(&[5, 7])]),
+            list(&[5])
+        );
+        // Lists with nothing in common stay apart (no `IN ()`), as does a negated one.
+        let apart = Pred::conjunction(vec![list(&[3]), list(&[5])]);
+        assert_eq!(apart, Pred::And(vec![list(&[3]), list(&[5])]));
+        let not_in = Pred::In {
+            col: k(),
+            list: vec![ScalarValue::Int32(Some(3))],
+            negated: true,
+        };
+        assert_eq!(
+            Pred::conjunction(vec![list(&[3]), not_in.clone()]),
+            Pred::And(vec![list(&[3]), not_in])
+        );
+    }
+
     #[test]
     fn conjunctions_put_key_lists_first_and_drop_the_bounds_they_imply() {
         let price = Pred::IsNull(
