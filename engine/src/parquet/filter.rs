@@ -687,7 +687,7 @@ mod tests {
         ] {
             let f = ColumnFilter::compile(&filter_of(sql), &schema).unwrap();
             assert_eq!(
-                kernels(&f).matches("IntSet").count(),
+                kernels(&f).matches("kernel: IntSet").count(),
                 sets,
                 "{sql}: {}",
                 kernels(&f)
