@@ -850,8 +850,6 @@ mod tests {
         }
     }
 
-    /// A join filter's shape: its range is implied by its list and goes; the list comes
-    /// first; a bound that narrows more than the list does stays, as do other columns'.
     #[test]
     fn key_lists_on_one_column_are_their_intersection() {
         assert_eq!(
@@ -876,6 +874,8 @@ mod tests {
         );
     }
 
+    /// A join filter's shape: its range is implied by its list and goes; the list comes
+    /// first; a bound that narrows more than the list does stays, as do other columns'.
     #[test]
     fn conjunctions_put_key_lists_first_and_drop_the_bounds_they_imply() {
         let price = Pred::IsNull(
