@@ -141,10 +141,9 @@ async fn discover(
         // row estimates from object sizes). A Parquet table's rows are its footers'; a
         // gzip table's are estimated from its first part's inflated lines.
         let total: u64 = objects.iter().map(|(_, size)| size).sum();
-        let line_bytes = match (format, &footers) {
-            (_, Some(footers)) => total as f64 / footers.rows().max(1) as f64,
-            (Format::CsvGzip, None) => sample_gzip_line_bytes(store, &objects[0]).await?,
-            _ => sample_line_bytes(store, &objects[0]).await?,
+        let line_bytes = match &footers {
+            Some(footers) => total as f64 / footers.rows().max(1) as f64,
+            None => sample_line_bytes(store, &objects[0], format).await?,
         };
         tables.push(TableData {
             schema,
@@ -156,47 +155,45 @@ async fn discover(
     Ok(tables)
 }
 
-async fn sample_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result<f64> {
-    if *size == 0 {
-        return Ok(100.0);
-    }
-    let sample = Request::Get {
-        key: key.clone(),
-        start: 0,
-        end: (*size).min(64 << 10),
-    };
-    let body = store
-        .send(&sample, "", Format::Csv, Results::Csv)
-        .await?
-        .body
-        .joined();
-    let lines = body.iter().filter(|&&b| b == b'\n').count().max(1);
-    Ok(body.len() as f64 / lines as f64)
-}
-
-/// Object bytes per line of a gzip part: its first 256 KiB inflated as far as they go
-/// (what a cut deflate block holds back is a few KiB, noise in a row estimate).
-async fn sample_gzip_line_bytes(store: &Store, (key, size): &(String, u64)) -> Result<f64> {
+/// Object bytes per line of a text part, from its head: 64 KiB of plain text, or of a gzip
+/// part 256 KiB inflated as far as they go (what a cut deflate block holds back is a few
+/// KiB, noise in a row estimate).
+async fn sample_line_bytes(
+    store: &Store,
+    (key, size): &(String, u64),
+    format: Format,
+) -> Result<f64> {
     use std::io::Read;
     if *size == 0 {
         return Ok(100.0);
     }
+    let head: u64 = match format {
+        Format::CsvGzip => 256 << 10,
+        _ => 64 << 10,
+    };
     let sample = Request::Get {
         key: key.clone(),
         start: 0,
-        end: (*size).min(256 << 10),
+        end: (*size).min(head),
     };
     let body = store
-        .send(&sample, "", Format::CsvGzip, Results::Csv)
+        .send(&sample, "", format, Results::Csv)
         .await?
         .body
         .joined();
-    let mut inflate = flate2::read::MultiGzDecoder::new(&body[..]);
-    let (mut buffer, mut lines) = (vec![0u8; 64 << 10], 0usize);
-    // A cut stream ends in an error; the lines before it count.
-    while let Ok(n @ 1..) = inflate.read(&mut buffer) {
-        lines += buffer[..n].iter().filter(|&&b| b == b'\n').count();
-    }
+    let newlines = |bytes: &[u8]| bytes.iter().filter(|&&b| b == b'\n').count();
+    let lines = match format {
+        Format::CsvGzip => {
+            let mut inflate = flate2::read::MultiGzDecoder::new(&body[..]);
+            let (mut buffer, mut lines) = (vec![0u8; 64 << 10], 0);
+            // A cut stream ends in an error; the lines before it count.
+            while let Ok(n @ 1..) = inflate.read(&mut buffer) {
+                lines += newlines(&buffer[..n]);
+            }
+            lines
+        }
+        _ => newlines(&body),
+    };
     Ok(body.len() as f64 / lines.max(1) as f64)
 }
 
