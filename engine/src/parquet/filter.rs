@@ -19,9 +19,10 @@
 //! element as the row path would read that column, made the value the row path makes of
 //! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
 //! and decimal columns against numeric constants, strings against strings, IS [NOT] NULL
-//! of flat columns — tested against it. No compiled leaf can fail, so evaluating every leaf on every row (where the row path
-//! stops at AND's first false) gives the same answers; AND and OR skip their right side
-//! only for a batch whose left side alone decides every row (false for AND, true for OR).
+//! of flat columns — tested against it. No compiled leaf can fail, so evaluating every leaf
+//! on every row (where the row path stops at AND's first false) gives the same answers; AND
+//! and OR skip their right side only for a batch whose left side alone decides every row
+//! (false for AND, true for OR).
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Decimal128Type, Int32Type, Int64Type};

@@ -127,11 +127,9 @@ async fn discover(
             Format::Parquet => Some(ParquetFooters::read(store, &objects).await?),
             Format::Csv | Format::CsvGzip => None,
         };
-        let sample = match (&footers, sample) {
-            (None, true) if format == Format::Csv => {
-                Some(Arc::new(Sample::of_text(store, &objects).await?))
-            }
-            (Some(footers), true) => Some(Arc::new(
+        let sample = match (format, &footers, sample) {
+            (Format::Csv, _, true) => Some(Arc::new(Sample::of_text(store, &objects).await?)),
+            (_, Some(footers), true) => Some(Arc::new(
                 Sample::of_parquet(store, &objects, footers).await?,
             )),
             _ => None,
