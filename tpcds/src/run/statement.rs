@@ -3,6 +3,7 @@
 //! and its executed plan kept with its metrics.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ballista_core::execution_plans::DistributedQueryExec;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -113,6 +114,7 @@ impl Statement<'_> {
         } = self;
         let planning =
             |e: DataFusionError| format!("q{n}: planning failed: {}", first_line(&e.to_string()));
+        let started = Instant::now();
         let frame = match ctx.sql(sql).await {
             Ok(frame) => frame,
             Err(e) => return (Err(planning(e)), None),
@@ -132,16 +134,24 @@ impl Statement<'_> {
             },
             None => (frame, String::new()),
         };
+        let parts_first_done = Instant::now();
         let plan = match frame.create_physical_plan().await {
             Ok(plan) => plan,
             Err(e) => return (Err(planning(e)), None),
         };
+        let planned = Instant::now();
         let rows = physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
             .await
             .map_err(|e| {
                 let e = e.to_string();
                 format!("q{n}: execution failed: {}", without_job(first_line(&e)))
             });
+        let times = StatementTimes {
+            until_planned: parts_first_done.duration_since(started),
+            planning: planned.duration_since(parts_first_done),
+            running: planned.elapsed(),
+            parts_first: first.is_some(),
+        };
         let local = || {
             DisplayableExecutionPlan::with_metrics(plan.as_ref())
                 .indent(true)
@@ -167,6 +177,7 @@ impl Statement<'_> {
             // empty) ran here.
             _ => (run_first + &local(), join_tree(&plan)),
         };
+        let text = format!("{times}\n{text}");
         let (bytes_received, bytes_scanned) = match cluster {
             Some(_) => {
                 let uncounted = crate::plan_text::uncounted_scans(&text);
@@ -191,6 +202,33 @@ impl Statement<'_> {
                 bytes_received,
                 bytes_scanned,
             }),
+        )
+    }
+}
+
+/// Where a statement's time went, as the first line of its plan text: until its logical
+/// plan was final (SQL planning, and the parts run first), physical planning, and running.
+struct StatementTimes {
+    until_planned: Duration,
+    planning: Duration,
+    running: Duration,
+    /// Whether parts of the statement ran before it (the first time includes them).
+    parts_first: bool,
+}
+
+impl std::fmt::Display for StatementTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let first = match self.parts_first {
+            true => "SQL planned and parts run first",
+            false => "SQL planned",
+        };
+        write!(
+            f,
+            "Statement time: {first} {:.1} ms, physical plan {:.1} ms, run {:.1} ms",
+            ms(self.until_planned),
+            ms(self.planning),
+            ms(self.running)
         )
     }
 }
