@@ -18,7 +18,9 @@
 //! The public API is what the gateway, the CLI and the TPC-DS client use: a request
 //! ([`SelectRequest`] and its parts), a validated [`Select`], the sources it reads
 //! ([`ObjectSource`] and its implementations), the [`Sink`] it writes to, its [`Stats`]
-//! and its errors ([`SelectError`], [`ErrorCode`]). Everything else is crate-internal.
+//! and its errors ([`SelectError`], [`ErrorCode`]); and [`IntSet`], the set an integer `IN`
+//! list is tested with, which the client's fetched scans use for the same lists. Everything
+//! else is crate-internal.
 //!
 //! The pieces, in the order data flows through them: `source` (bytes, decompression) →
 //! `csv` (record-aligned chunks, records, fields) → `eval` (the bound query) → `output`
@@ -44,6 +46,7 @@ pub mod sql;
 mod value;
 
 pub use error::{ErrorCode, Result, SelectError};
+pub use eval::int_set::IntSet;
 pub use exec::{Select, Sink, Stats, DEFAULT_CHUNK_SIZE};
 pub use request::{
     ArrowOptions, Compression, CsvInput, CsvOutput, Dialect, FileHeaderInfo, InputFormat,

@@ -16,7 +16,7 @@
 const MAX_BITMAP_SPAN: u64 = 1 << 20;
 
 /// A set of integers, sorted, with a bitmap where it is dense enough.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IntSet {
     values: Box<[i64]>,
     bitmap: Option<Box<[u64]>>,
@@ -63,7 +63,6 @@ impl IntSet {
     }
 
     /// The values, ascending.
-    #[cfg(test)]
     pub fn values(&self) -> &[i64] {
         &self.values
     }

@@ -21,6 +21,7 @@ use datafusion::physical_expr::PhysicalExpr;
 use crate::layout::Format;
 use crate::probe::SelectBehaviour;
 use crate::pushdown::{self, Naming, Pred};
+use crate::scan::key_set::with_key_sets;
 use crate::scan::request::Results;
 
 /// How the store's SQL names the columns of a table stored in `format`.
@@ -145,7 +146,8 @@ pub(super) fn columns_read(
 
 /// The filters a fetched scan took, applied by the client to each batch it decodes with
 /// DataFusion's own evaluation of them (what a `FilterExec` would do), so that fetch mode
-/// stays the reference the pushdown modes are checked against.
+/// stays the reference the pushdown modes are checked against. Auto mode's fetched scans
+/// test integer lists with the gateway's sets instead ([`ClientFilter::with_key_sets`]).
 #[derive(Debug, Clone)]
 pub(super) struct ClientFilter {
     /// The table columns to decode: the scan's projection, then the columns only the filters
@@ -169,6 +171,15 @@ impl ClientFilter {
             .ok_or_else(|| DataFusionError::Internal("a client filter of no filters".into()))?;
         let predicate = state.create_physical_expr(conjunction, &columns)?;
         Ok(ClientFilter { read, predicate })
+    }
+
+    /// The filter with its integer `IN` lists (auto mode's join-key lists) tested as the
+    /// gateway tests them ([`with_key_sets`]).
+    pub(super) fn with_key_sets(self) -> DfResult<ClientFilter> {
+        Ok(ClientFilter {
+            predicate: with_key_sets(self.predicate)?,
+            ..self
+        })
     }
 
     /// The rows of `batch` (the columns `read`) that pass, as `output`'s columns, which are

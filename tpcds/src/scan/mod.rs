@@ -26,6 +26,8 @@
 //! - `ScanSource` (`source`) is the file source of DataFusion's own file scan, whose
 //!   "files" are each partition's list of requests: statistics, the dynamic filters it takes
 //!   from joins, its metrics, and the opener that turns a partition's requests into a stream;
+//!   a fetched scan's filters run on the client (`filter`; integer key lists as the
+//!   gateway's sets, `key_set`);
 //! - `stream` has one stream type per request kind (fetched CSV, selected CSV or Arrow;
 //!   fetched Parquet in `fetched_parquet`), each turning response bodies into record
 //!   batches;
@@ -40,6 +42,7 @@
 mod choice;
 mod fetched_parquet;
 mod filter;
+mod key_set;
 mod request;
 mod sample;
 mod source;

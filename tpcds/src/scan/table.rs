@@ -402,14 +402,12 @@ impl ScanSource {
         preds: Vec<Pred>,
     ) -> DfResult<ScanSource> {
         let output = Arc::new(def.schema.project(&projection)?);
+        let client = |filters: &[Expr]| ClientFilter::new(state, &def.schema, &projection, filters);
         let client = match mode {
-            Mode::Fetch | Mode::Auto if !filters.is_empty() => Some(ClientFilter::new(
-                state,
-                &def.schema,
-                &projection,
-                &filters,
-            )?),
-            _ => None,
+            _ if filters.is_empty() => None,
+            Mode::Fetch => Some(client(&filters)?),
+            Mode::Auto => Some(client(&filters)?.with_key_sets()?),
+            Mode::Pushdown | Mode::Dynamic => None,
         };
         Ok(ScanSource {
             table: def,
