@@ -175,8 +175,8 @@ pub(crate) async fn narrow<'a>(
 /// costs a round before the statement and a scan of the table on the store (at SF 1, three
 /// of TPC-DS q85's four jobs, two of them over `web_sales`). `None` when the job runs: its
 /// rows are predicted to fit, or nothing predicts them (the other modes, which have no
-/// sample; a Parquet table; a source with a filter the store cannot apply, which DataFusion
-/// keeps above the scan).
+/// sample; gzip text; a source with a filter the store cannot apply, which DataFusion keeps
+/// above the scan).
 fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
     let mut node = &keys.source;
     let scan = loop {

@@ -17,7 +17,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::{DataFusionError, Result as DfResult};
 use futures::stream::{self, BoxStream, StreamExt};
-use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
 use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
@@ -122,7 +122,7 @@ impl PartReader {
         let (reader, key) = (&self, &part.key);
         let get_ranges =
             |ranges: Vec<Range<u64>>| async move { reader.get_ranges(key, &ranges).await };
-        decode(metadata, mask, groups, get_ranges)
+        decode(metadata, mask, groups, None, get_ranges)
             .await?
             .iter()
             .map(|batch| self.in_scan_order(batch))
@@ -303,24 +303,28 @@ where
     ArrowReaderMetadata::try_new(Arc::new(metadata), Default::default()).map_err(external)
 }
 
-/// The rows of `row_groups`, the columns of `mask`, decoded by the parquet crate's push
-/// decoder; `get_ranges` reads the byte ranges it asks for.
+/// The rows of `row_groups` (those of `selection` among them, when there is one), the
+/// columns of `mask`, decoded by the parquet crate's push decoder; `get_ranges` reads the
+/// byte ranges it asks for.
 pub(super) async fn decode<G, F>(
     metadata: ArrowReaderMetadata,
     mask: ProjectionMask,
     row_groups: Vec<usize>,
+    selection: Option<RowSelection>,
     get_ranges: G,
 ) -> DfResult<Vec<RecordBatch>>
 where
     G: Fn(Vec<Range<u64>>) -> F,
     F: Future<Output = DfResult<Vec<Bytes>>>,
 {
-    let mut decoder = ParquetPushDecoderBuilder::new_with_metadata(metadata)
+    let mut builder = ParquetPushDecoderBuilder::new_with_metadata(metadata)
         .with_projection(mask)
         .with_row_groups(row_groups)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .map_err(external)?;
+        .with_batch_size(BATCH_ROWS);
+    if let Some(selection) = selection {
+        builder = builder.with_row_selection(selection);
+    }
+    let mut decoder = builder.build().map_err(external)?;
     let mut batches = Vec::new();
     loop {
         match decoder.try_decode().map_err(external)? {

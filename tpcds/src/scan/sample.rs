@@ -3,14 +3,15 @@
 //!
 //! - Text parts: whole lines from [`SAMPLE_PIECES`] places spread over the table. A fetch
 //!   moves the whole table, so the prediction is the answer's share of the table's bytes.
-//! - Parquet parts: every part's footer and one row group from the middle of the table. A
-//!   fetch moves only the column chunks of the columns the scan decodes, which the footers
-//!   give exactly; the answer (Arrow, as Sift's gateway sends it) is the sample's answer per
-//!   row times the table's rows.
+//! - Parquet parts: every part's footer, and runs of rows from [`SAMPLE_PIECES`] places
+//!   spread over the table's rows. A fetch moves only the column chunks of the columns the
+//!   scan decodes, which the footers give exactly; the answer (Arrow, as Sift's gateway
+//!   sends it) is the sample's answer per row times the table's rows.
 //!
 //! A sample that the engine cannot run a statement over predicts nothing; the scan is then
-//! pushed down, as in dynamic mode. A text sample also predicts the rows a filter keeps
-//! ([`Sample::kept_rows`]), for the join-key jobs auto mode runs before a statement.
+//! pushed down, as in dynamic mode. Both kinds also predict the rows a filter keeps
+//! ([`Sample::kept_rows`]), for the join-key jobs auto mode runs before a statement: the
+//! pieces are counted one by one.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use bytes::Bytes;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
-use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 use sift_engine::{
@@ -38,8 +39,9 @@ use crate::scan::Store;
 const SAMPLE_PIECES: u64 = 8;
 const SAMPLE_PIECE_BYTES: u64 = 16 << 10;
 
-/// Rows of a Parquet table's sample at most (the first of its middle row group).
-const PARQUET_SAMPLE_ROWS: usize = 32 << 10;
+/// Rows of each piece of a Parquet table's sample at most: [`SAMPLE_PIECES`] of them make
+/// 32 Ki rows.
+const PARQUET_PIECE_ROWS: u64 = 4 << 10;
 
 /// A table's sample.
 #[derive(Debug)]
@@ -55,9 +57,11 @@ pub(crate) enum Sample {
 /// A Parquet table's sample, and what its footers say.
 #[derive(Debug)]
 pub(crate) struct ParquetSample {
-    /// Rows of the table, every column, as one Parquet file.
+    /// The sampled rows, every column, as one Parquet file.
     file: Bytes,
     rows: usize,
+    /// The pieces the sample was cut from, each as a Parquet file, with its rows.
+    pieces: Vec<(Bytes, usize)>,
     /// The table's rows, over all its parts.
     table_rows: u64,
     /// For each table column, the compressed bytes of its column chunks over all parts.
@@ -129,8 +133,9 @@ impl Sample {
         }
     }
 
-    /// The first [`PARQUET_SAMPLE_ROWS`] rows of the middle row group of the Parquet table
-    /// `objects`, whose `footers` are read.
+    /// Runs of rows of the Parquet table `objects`, whose `footers` are read: at most
+    /// [`PARQUET_PIECE_ROWS`] from the start of each of [`SAMPLE_PIECES`] equal spans of its
+    /// rows, each within one row group (only the selected rows are decoded).
     pub(crate) async fn of_parquet(
         store: &Store,
         objects: &[(String, u64)],
@@ -142,10 +147,8 @@ impl Sample {
             .first()
             .map_or(0, |f| f.parquet_schema().num_columns());
         let mut chunk_bytes = vec![0u64; columns];
-        let mut groups = Vec::new();
-        for (part, footer) in footers.iter().enumerate() {
-            for (g, group) in footer.metadata().row_groups().iter().enumerate() {
-                groups.push((part, g));
+        for footer in footers {
+            for group in footer.metadata().row_groups() {
                 for (c, chunk) in group.columns().iter().enumerate() {
                     if let Some(bytes) = chunk_bytes.get_mut(c) {
                         *bytes += u64::try_from(chunk.compressed_size()).unwrap_or(0);
@@ -153,25 +156,47 @@ impl Sample {
                 }
             }
         }
-        let Some(&(part, group)) = groups.get(groups.len() / 2) else {
-            return Ok(Sample::Parquet(ParquetSample {
-                file: Bytes::new(),
-                rows: 0,
-                table_rows,
-                chunk_bytes,
-            }));
-        };
-        let footer = footers[part].clone();
-        let key = &objects[part].0;
-        let schema = Arc::clone(footer.schema());
-        let batches = decode(footer, ProjectionMask::all(), vec![group], |ranges| {
-            futures::future::try_join_all(ranges.into_iter().map(|r| get_range(store, key, r)))
-        })
-        .await?;
-        let batch = concat_batches(&schema, &batches).map_err(DataFusionError::from)?;
-        let batch = batch.slice(0, batch.num_rows().min(PARQUET_SAMPLE_ROWS));
+        let mut pieces = Vec::new();
+        let mut first_row = 0;
+        for ((key, _), footer) in objects.iter().zip(footers) {
+            for (g, group) in footer.metadata().row_groups().iter().enumerate() {
+                let group_rows = u64::try_from(group.num_rows()).unwrap_or(0);
+                let runs = piece_runs(table_rows, first_row, group_rows);
+                first_row += group_rows;
+                if runs.is_empty() {
+                    continue;
+                }
+                let get = |ranges: Vec<std::ops::Range<u64>>| {
+                    futures::future::try_join_all(
+                        ranges.into_iter().map(|r| get_range(store, key, r)),
+                    )
+                };
+                let selection = RowSelection::from_consecutive_ranges(
+                    runs.iter().map(|r| r.start as usize..r.end as usize),
+                    group_rows as usize,
+                );
+                let schema = Arc::clone(footer.schema());
+                let batches = decode(
+                    footer.clone(),
+                    ProjectionMask::all(),
+                    vec![g],
+                    Some(selection),
+                    get,
+                )
+                .await?;
+                let rows = concat_batches(&schema, &batches).map_err(DataFusionError::from)?;
+                let mut at = 0;
+                for run in runs {
+                    let n = (run.end - run.start) as usize;
+                    if at + n <= rows.num_rows() {
+                        pieces.push(rows.slice(at, n));
+                    }
+                    at += n;
+                }
+            }
+        }
         Ok(Sample::Parquet(ParquetSample::new(
-            &batch,
+            &pieces,
             table_rows,
             chunk_bytes,
         )?))
@@ -198,32 +223,36 @@ impl Sample {
         })
     }
 
-    /// The rows of a text table of `table_rows` that pass `where_clause` (the store's SQL),
-    /// scaled up from the sample's. The piece that keeps the most rows is left out: a filter
-    /// whose rows all come from one piece, such as a year of `date_dim` (sorted by date; a
-    /// piece holds about a hundred days at SF 1), says nothing of the rest of the table, and
-    /// scaling that piece up would predict an eighth of it.
+    /// The rows of a table of `table_rows` that pass `where_clause` (the store's SQL),
+    /// scaled up from the sample's pieces'. The piece that keeps the most rows is left out: a
+    /// filter whose rows all come from one piece, such as a year of `date_dim` (sorted by
+    /// date; a text piece holds about a hundred days at SF 1), says nothing of the rest of
+    /// the table, and scaling that piece up would predict an eighth of it.
     ///
-    /// `None` for Parquet, whose sample is one run of rows (an hour of `time_dim` is a
-    /// tenth of the sample but a twenty-fourth of the table); when the engine does not run
-    /// the count; or when no rows are left to scale.
+    /// `None` when the engine does not run the count, or when no rows are left to scale.
     pub(crate) fn kept_rows(&self, where_clause: &str, table_rows: usize) -> Option<f64> {
-        let Sample::Lines { text, piece_ends } = self else {
-            return None;
-        };
         let sql = format!("SELECT COUNT(*) FROM S3Object s WHERE {where_clause}");
-        let mut pieces = Vec::with_capacity(piece_ends.len());
-        let mut start = 0;
-        for &end in piece_ends {
-            let piece = &text[start..end];
-            let lines = memchr::memchr_iter(b'\n', piece).count();
-            pieces.push((count(piece, &sql)?, lines));
-            start = end;
+        let mut pieces = Vec::new();
+        match self {
+            Sample::Lines { text, piece_ends } => {
+                let mut start = 0;
+                for &end in piece_ends {
+                    let piece = &text[start..end];
+                    let lines = memchr::memchr_iter(b'\n', piece).count();
+                    pieces.push((count(piece, &sql, dsdgen())?, lines));
+                    start = end;
+                }
+            }
+            Sample::Parquet(sample) => {
+                for (file, rows) in &sample.pieces {
+                    pieces.push((count(file, &sql, InputFormat::Parquet)?, *rows));
+                }
+            }
         }
         let densest = (0..pieces.len()).max_by_key(|&i| pieces[i].0)?;
         pieces.swap_remove(densest);
         let kept: u64 = pieces.iter().map(|(kept, _)| kept).sum();
-        let sampled: usize = pieces.iter().map(|(_, lines)| lines).sum();
+        let sampled: usize = pieces.iter().map(|(_, rows)| rows).sum();
         (sampled > 0).then(|| kept as f64 / sampled as f64 * table_rows as f64)
     }
 
@@ -238,19 +267,30 @@ impl Sample {
 }
 
 impl ParquetSample {
-    /// The sample of `batch`'s rows, of a table of `table_rows` whose columns' chunks take
-    /// `chunk_bytes`.
-    fn new(batch: &RecordBatch, table_rows: u64, chunk_bytes: Vec<u64>) -> Result<ParquetSample> {
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), None)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
-        writer
-            .write(batch)
-            .and_then(|_| writer.close().map(drop))
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    /// The sample of the rows of `pieces` (of one schema), of a table of `table_rows` whose
+    /// columns' chunks take `chunk_bytes`.
+    fn new(
+        pieces: &[RecordBatch],
+        table_rows: u64,
+        chunk_bytes: Vec<u64>,
+    ) -> Result<ParquetSample> {
+        let Some(first) = pieces.first() else {
+            return Ok(ParquetSample {
+                file: Bytes::new(),
+                rows: 0,
+                pieces: Vec::new(),
+                table_rows,
+                chunk_bytes,
+            });
+        };
+        let all = concat_batches(&first.schema(), pieces).map_err(DataFusionError::from)?;
         Ok(ParquetSample {
-            file: file.into(),
-            rows: batch.num_rows(),
+            file: parquet_file(&all)?,
+            rows: all.num_rows(),
+            pieces: pieces
+                .iter()
+                .map(|p| Ok((parquet_file(p)?, p.num_rows())))
+                .collect::<Result<_>>()?,
             table_rows,
             chunk_bytes,
         })
@@ -270,6 +310,39 @@ impl ParquetSample {
         let returned = run(&self.file, sql, InputFormat::Parquet, output, &mut Discard)?;
         Some(returned as f64 / self.rows as f64 * self.table_rows as f64)
     }
+}
+
+/// `batch` as a Parquet file.
+fn parquet_file(batch: &RecordBatch) -> Result<Bytes> {
+    let mut file = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), None)
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    writer
+        .write(batch)
+        .and_then(|_| writer.close().map(drop))
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok(file.into())
+}
+
+/// The rows of the pieces a Parquet sample takes from the row group of `group_rows` rows
+/// that starts at row `first_row` of a table of `table_rows`, relative to the group's
+/// start: piece `i` starts at row `i * table_rows / SAMPLE_PIECES` and holds at most
+/// [`PARQUET_PIECE_ROWS`], no row of the next piece and none past its row group.
+fn piece_runs(table_rows: u64, first_row: u64, group_rows: u64) -> Vec<std::ops::Range<u64>> {
+    let start = |i: u64| i * table_rows / SAMPLE_PIECES;
+    let group_end = first_row + group_rows;
+    (0..SAMPLE_PIECES)
+        .filter(|&i| (first_row..group_end).contains(&start(i)))
+        .filter_map(|i| {
+            let next = if i + 1 < SAMPLE_PIECES {
+                start(i + 1)
+            } else {
+                table_rows
+            };
+            let end = (start(i) + PARQUET_PIECE_ROWS).min(next).min(group_end);
+            (start(i) < end).then(|| start(i) - first_row..end - first_row)
+        })
+        .collect()
 }
 
 /// Every part's footer of a Parquet table, read before any query is timed: what the table's
@@ -339,14 +412,14 @@ fn dsdgen() -> InputFormat {
     })
 }
 
-/// The number a `SELECT COUNT(*)` statement `sql` answers over dsdgen text; `None` when
-/// the engine refuses or fails it.
-fn count(text: &[u8], sql: &str) -> Option<u64> {
+/// The number a `SELECT COUNT(*)` statement `sql` answers over `object`; `None` when the
+/// engine refuses or fails it.
+fn count(object: &[u8], sql: &str, format: InputFormat) -> Option<u64> {
     let mut answer = Vec::new();
     run(
-        text,
+        object,
         sql,
-        dsdgen(),
+        format,
         OutputSerialization::default(),
         &mut answer,
     )?;
@@ -463,13 +536,55 @@ mod tests {
         assert_eq!(text.kept_rows("s._1 <> ", 8_000), None);
         let one_piece = Sample::from_pieces([(0, Bytes::from_static(b"1|a|\n"))]);
         assert_eq!(one_piece.kept_rows("TRUE", 8_000), None);
+    }
 
-        // A Parquet sample's one run of rows predicts nothing.
+    #[test]
+    fn kept_rows_scale_a_parquet_samples_count_to_the_table() {
+        // Four pieces of 250 keys, 1000 apart, as from a table sorted by key.
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int32, true)]));
-        let keys = Int32Array::from_iter_values(0..1000);
-        let batch = RecordBatch::try_new(schema, vec![Arc::new(keys)]).unwrap();
-        let parquet = Sample::Parquet(ParquetSample::new(&batch, 100_000, vec![300]).unwrap());
-        assert_eq!(parquet.kept_rows("TRUE", 8_000), None);
+        let pieces: Vec<RecordBatch> = (0..4)
+            .map(|p| {
+                let keys = Int32Array::from_iter_values(p * 1000..p * 1000 + 250);
+                RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(keys)]).unwrap()
+            })
+            .collect();
+        let sample = Sample::Parquet(ParquetSample::new(&pieces, 4_000, vec![300]).unwrap());
+        let kept = |clause| sample.kept_rows(clause, 4_000);
+        assert_eq!(kept("TRUE"), Some(4_000.0));
+        // Every piece keeps a fifth: 50 of each 250.
+        assert_eq!(kept("s.k % 5 = 0"), Some(800.0));
+        // The keys of one piece say nothing of the rest of the table.
+        assert_eq!(kept("s.k < 1000"), Some(0.0));
+        assert_eq!(kept("s.k <> "), None);
+    }
+
+    #[test]
+    fn parquet_pieces_spread_over_the_rows_and_stay_in_their_row_groups() {
+        // 80 Ki rows in row groups of 32 Ki: pieces start every 10 Ki rows.
+        let runs = |first, rows| piece_runs(80 << 10, first, rows);
+        let k = |n: u64| n << 10;
+        assert_eq!(
+            runs(0, k(32)),
+            [0..k(4), k(10)..k(14), k(20)..k(24), k(30)..k(32)]
+        );
+        assert_eq!(
+            runs(k(32), k(32)),
+            [k(8)..k(12), k(18)..k(22), k(28)..k(32)]
+        );
+        assert_eq!(runs(k(64), k(16)), [k(6)..k(10)]);
+        // A table of 10 rows: each piece's rows end where the next piece's begin.
+        assert_eq!(
+            runs_of(10),
+            [0..1, 1..2, 2..3, 3..5, 5..6, 6..7, 7..8, 8..10]
+        );
+        // Fewer rows than pieces: no piece is empty.
+        assert_eq!(runs_of(3), [0..1, 1..2, 2..3]);
+        assert!(runs_of(0).is_empty());
+    }
+
+    /// The pieces of a table of `rows` rows in one row group.
+    fn runs_of(rows: u64) -> Vec<std::ops::Range<u64>> {
+        piece_runs(rows, 0, rows)
     }
 
     #[test]
@@ -481,7 +596,8 @@ mod tests {
         let keys = Int32Array::from_iter_values(0..1000);
         let names = StringArray::from_iter_values((0..1000).map(|i| format!("name{i}")));
         let batch = RecordBatch::try_new(schema, vec![Arc::new(keys), Arc::new(names)]).unwrap();
-        let sample = Sample::Parquet(ParquetSample::new(&batch, 100_000, vec![300, 5000]).unwrap());
+        let sample =
+            Sample::Parquet(ParquetSample::new(&[batch], 100_000, vec![300, 5000]).unwrap());
         let predict = |sql: &str, results, read: &[usize]| sample.predict(sql, results, read, 0);
         // Fetch reads the chunks of the columns decoded, as the footers give them.
         let all = predict("SELECT s.k FROM S3Object s", Results::Arrow, &[0]).unwrap();

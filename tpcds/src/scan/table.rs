@@ -197,10 +197,10 @@ impl S3Table {
         self.def.estimated_rows
     }
 
-    /// Auto mode over text: the rows that pass `filters` (each one the table takes,
+    /// Auto mode: the rows that pass `filters` (each one the table takes,
     /// [`Self::lowered`]), predicted over the table's sample ([`Sample::kept_rows`]); `None`
-    /// in the other modes, over Parquet, for a filter the store cannot apply, or when the
-    /// sample cannot tell.
+    /// in the other modes, over gzip text (which has no sample), for a filter the store
+    /// cannot apply, or when the sample cannot tell.
     pub(crate) fn predicted_rows(&self, filters: &[Expr]) -> Option<f64> {
         let (sample, _) = self.def.auto.as_ref()?;
         let preds = filters
