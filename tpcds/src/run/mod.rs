@@ -1,8 +1,11 @@
 //! `run`: the TPC-DS queries in each scan mode, timed, metered and checked against fetch.
 //!
-//! Modes run one after another, each over all the selected queries, so that the gateway's
-//! CPU time per mode can be read off its `/metrics` before and after. Within a mode the
-//! queries run one at a time, so the bytes the link counted during a query are that query's.
+//! Each query runs in every mode (all its iterations in one mode, then the next mode) before
+//! the next query starts: the host's speed drifts by 10-20% over minutes (the same binary's
+//! fetch mode took 18.9 to 22.4 s over `ceph72` at SF 1 Parquet in one hour), and a mode run
+//! a minute after another was compared with a differently fast machine. Queries run one at a
+//! time, so the bytes the link counted during a query are that query's, and the gateway's
+//! CPU time is read off its `/metrics` before and after each query in each mode.
 //!
 //! Results are compared as multisets of rows: TPC-DS queries often ORDER BY fewer columns
 //! than they return, and DataFusion may break such ties differently when a plan's filters
@@ -27,6 +30,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
+
+use datafusion::execution::context::SessionContext;
 
 use md5::{Digest, Md5};
 
@@ -191,40 +196,51 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
     };
 
     let mut results: Vec<QueryResult> = Vec::new();
-    let mut modes = BTreeMap::new();
     let mut checks = Checks::new(first_mode);
+    let mut runs = Vec::new();
     for (mode_index, &mode) in options.modes.iter().enumerate() {
         let ctx = session(&store, &tables, mode, options, cluster.as_ref()).await?;
         if let (0, Some(cluster)) = (mode_index, &cluster) {
             cluster_runs_a_scan(&ctx, &tables, &cluster.url).await?;
         }
-        let first = matches!(mode, Mode::Dynamic | Mode::Auto).then(|| PartsFirst {
-            key_list_budget: keys::list_budget(store.behaviour.max_expression_bytes),
+        runs.push(ModeRun {
+            mode,
+            ctx,
+            out: ModeOut::create(&options.out, mode)?,
+            first: matches!(mode, Mode::Dynamic | Mode::Auto).then(|| PartsFirst {
+                key_list_budget: keys::list_budget(store.behaviour.max_expression_bytes),
+            }),
+            totals: ModeTotals::default(),
+            per_endpoint: vec![(0, 0); endpoint.endpoints.len()],
         });
-        let out = ModeOut::create(&options.out, mode)?;
-        let cpu_before = gateways_cpu_seconds(&endpoint.endpoints).await;
-        let mut totals = ModeTotals::default();
-        let mut per_endpoint = vec![(0, 0); endpoint.endpoints.len()];
-        for &n in &options.queries {
-            let sql = queries::query(n).ok_or_else(|| Error::Invalid(format!("no query {n}")))?;
+    }
+    for &n in &options.queries {
+        let sql = queries::query(n).ok_or_else(|| Error::Invalid(format!("no query {n}")))?;
+        let statements = queries::statements(sql);
+        for run in &mut runs {
             let query = Statement {
-                ctx: &ctx,
+                ctx: &run.ctx,
                 sql: "",
                 n,
                 cluster: cluster.as_ref(),
-                first,
+                first: run.first,
             };
-            let statements = queries::statements(sql);
+            let cpu_before = gateways_cpu_seconds(&endpoint.endpoints).await;
             let measured =
                 Measured::run(query, &statements, options.iterations, &link, &store).await;
+            let cpu_after = gateways_cpu_seconds(&endpoint.endpoints).await;
+            if let Some(spent) = cpu_spent(&cpu_before, &cpu_after) {
+                *run.totals.gateway_cpu_seconds.get_or_insert(0.0) += spent;
+            }
+            let mode = run.mode;
             let errors = measured.errors();
             if !errors.is_empty() {
                 stop_if_store_gone(&store, &tables, &format!("q{n} in {mode} mode"), &errors)
                     .await?;
             }
-            let result = record(n, mode, &measured, errors, &out, &mut checks)?;
-            if per_endpoint.len() > 1 {
-                for (i, (requests, bytes)) in per_endpoint.iter_mut().enumerate() {
+            let result = record(n, mode, &measured, errors, &run.out, &mut checks)?;
+            if run.per_endpoint.len() > 1 {
+                for (i, (requests, bytes)) in run.per_endpoint.iter_mut().enumerate() {
                     *requests += plan_total(measured.plans(), &format!("requests_at_{i}"));
                     *bytes += plan_total(measured.plans(), &format!("bytes_received_at_{i}"));
                 }
@@ -239,16 +255,20 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                     result.rows
                 );
             }
-            totals.add(&result);
+            run.totals.add(&result);
             results.push(result);
         }
-        let cpu_after = gateways_cpu_seconds(&endpoint.endpoints).await;
-        totals.gateway_cpu_seconds = cpu_spent(&cpu_before, &cpu_after);
-        if per_endpoint.len() > 1 {
-            totals.endpoints = endpoint
+    }
+    // results.json lists a mode's queries together, in the order the modes were given.
+    let mode_order = |m: Mode| options.modes.iter().position(|&given| given == m);
+    results.sort_by_key(|r| mode_order(r.mode));
+    let mut modes = BTreeMap::new();
+    for mut run in runs {
+        if run.per_endpoint.len() > 1 {
+            run.totals.endpoints = endpoint
                 .endpoints
                 .iter()
-                .zip(&per_endpoint)
+                .zip(&run.per_endpoint)
                 .map(|(url, &(requests, bytes_received))| EndpointTotals {
                     endpoint: url.clone(),
                     requests,
@@ -256,7 +276,7 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
                 })
                 .collect();
         }
-        modes.insert(mode, totals);
+        modes.insert(run.mode, run.totals);
     }
 
     let summary = Summary {
@@ -290,6 +310,18 @@ pub async fn run(endpoint: &EndpointArgs, options: &RunOptions) -> Result<Summar
         )));
     }
     Ok(summary)
+}
+
+/// One mode's share of a run: its session, what its statements run first, where their rows
+/// and plans go, and its totals so far (with each endpoint's requests and bytes, when there
+/// are several).
+struct ModeRun {
+    mode: Mode,
+    ctx: SessionContext,
+    first: Option<PartsFirst>,
+    out: ModeOut,
+    totals: ModeTotals,
+    per_endpoint: Vec<(u64, u64)>,
 }
 
 /// Where a mode's statements' rows and plans go: `rows/<mode>/`, `plans/<mode>/`.

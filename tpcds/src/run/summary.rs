@@ -65,8 +65,8 @@ pub struct ModeTotals {
     pub seconds: f64,
     pub bytes_received: u64,
     pub bytes_scanned: u64,
-    /// CPU seconds the gateways spent during this mode, summed over those that publish
-    /// `/metrics` and answered both before and after it.
+    /// CPU seconds the gateways spent during this mode's queries, summed over those that
+    /// publish `/metrics` and answered both before and after each query.
     pub gateway_cpu_seconds: Option<f64>,
     /// Requests sent again after a transient failure (busy, unreachable, cut short).
     pub retries: u64,
