@@ -571,7 +571,7 @@ mod tests {
             runs(k(32), k(32)),
             [k(8)..k(12), k(18)..k(22), k(28)..k(32)]
         );
-        assert_eq!(runs(k(64), k(16)), [k(6)..k(10)]);
+        assert_eq!(runs(k(64), k(16)), vec![k(6)..k(10)]);
         // A table of 10 rows: each piece's rows end where the next piece's begin.
         assert_eq!(
             runs_of(10),
