@@ -140,9 +140,10 @@ impl SelectService {
         let started = std::time::Instant::now();
         tokio::task::spawn_blocking(move || {
             let in_flight = metrics.select_started();
-            let stats = scan(select, open, tx, slot, progress);
-            drop(in_flight);
-            metrics.select_finished(stats.as_ref(), started.elapsed());
+            scan(select, open, tx, slot, progress, |stats| {
+                drop(in_flight);
+                metrics.select_finished(stats, started.elapsed());
+            });
         });
 
         let mut stream = EventStream::new(rx);
@@ -252,22 +253,26 @@ enum Msg {
     Done(Result<Stats, SelectError>),
 }
 
-/// Runs the scan, sending its output and end to `tx`; returns its stats when it succeeded.
+/// Runs the scan, sending its output and end to `tx`. `finished` gets its stats (when it
+/// succeeded) before the end is sent, so that the gateway's metrics count a select by the
+/// time its client has the whole answer.
 fn scan(
     select: Select,
     open: OpenSource,
     tx: mpsc::Sender<Msg>,
     slot: Slot,
     progress: bool,
-) -> Option<Stats> {
+    finished: impl FnOnce(Option<&Stats>),
+) {
     let source = match open() {
         Ok(s) => s,
         Err(e) => {
+            finished(None);
             let _ = tx.blocking_send(Msg::Done(Err(SelectError::new(
                 sift_engine::ErrorCode::InternalError,
                 format!("cannot open the object: {e}"),
             ))));
-            return None;
+            return;
         }
     };
     let mut sink = ChannelSink {
@@ -281,12 +286,11 @@ fn scan(
         sink.flush()?;
         Ok(stats)
     });
-    let stats = result.as_ref().ok().copied();
     // The scan is over: its turn goes before the end waits for the client to read.
     drop(sink);
+    finished(result.as_ref().ok());
     // If the client is gone this fails, which is fine: nobody is listening.
     let _ = tx.blocking_send(Msg::Done(result));
-    stats
 }
 
 /// The engine's [`Sink`]: packs output into Records payloads of at most
