@@ -1,11 +1,11 @@
 //! `run`: the TPC-DS queries in each scan mode, timed, metered and checked against fetch.
 //!
 //! Each query runs in every mode (all its iterations in one mode, then the next mode) before
-//! the next query starts: the host's speed drifts by 10-20% over minutes (the same binary's
-//! fetch mode took 18.9 to 22.4 s over `ceph72` at SF 1 Parquet in one hour), and a mode run
-//! a minute after another was compared with a differently fast machine. Queries run one at a
-//! time, so the bytes the link counted during a query are that query's, and the gateway's
-//! CPU time is read off its `/metrics` before and after each query in each mode.
+//! the next query starts: a shared host's speed drifts over minutes, and modes run one after
+//! another would be compared on differently fast machines (docs/BENCHMARKS.md, "runs
+//! interleaved by query"). Queries run one at a time, so the bytes the link counted during a
+//! query are that query's, and the gateway's CPU time is read off its `/metrics` before and
+//! after each query in each mode.
 //!
 //! Results are compared as multisets of rows: TPC-DS queries often ORDER BY fewer columns
 //! than they return, and DataFusion may break such ties differently when a plan's filters

@@ -42,7 +42,7 @@ pub(super) fn with_key_sets(expr: Arc<dyn PhysicalExpr>) -> DfResult<Arc<dyn Phy
 
 /// `value [NOT] IN (…)` over an Int32 or Int64 value, the list an [`IntSet`].
 #[derive(Debug)]
-pub(super) struct KeySet {
+struct KeySet {
     value: Arc<dyn PhysicalExpr>,
     set: IntSet,
     negated: bool,
@@ -153,7 +153,7 @@ impl Hash for KeySet {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.value.hash(state);
         self.negated.hash(state);
-        self.set.values().hash(state);
+        self.set.hash(state);
     }
 }
 
