@@ -1125,10 +1125,21 @@ fn a_run_over_two_gateways_spreads_its_requests_and_survives_losing_one() {
         "requests went to the dead gateway first: {summary}"
     );
     // b went down after three of the eleven queries, each of which runs in every mode in
-    // turn: in every mode most requests went to a.
+    // turn: in every mode most requests went to a, and the last query sent b none.
     for mode in ["fetch", "pushdown", "dynamic"] {
         let requests = per_endpoint(&out, mode);
         assert!(requests[1] < requests[0], "{mode}: {requests:?} {summary}");
+        let last = out.join("plans").join(mode).join("q96.txt");
+        let last = std::fs::read_to_string(&last).expect("q96's plan");
+        let to_b: Vec<&str> = last
+            .split("requests_at_1=")
+            .skip(1)
+            .map(|rest| rest.split([',', ']']).next().unwrap_or(rest))
+            .collect();
+        assert!(
+            !to_b.is_empty() && to_b.iter().all(|n| *n == "0"),
+            "{mode}: q96 sent b {to_b:?}"
+        );
     }
 
     // The last endpoint lost mid-run: the run stops at the query that failed, naming it,

@@ -402,11 +402,11 @@ impl ScanSource {
         preds: Vec<Pred>,
     ) -> DfResult<ScanSource> {
         let output = Arc::new(def.schema.project(&projection)?);
-        let client = |filters: &[Expr]| ClientFilter::new(state, &def.schema, &projection, filters);
+        let client = || ClientFilter::new(state, &def.schema, &projection, &filters);
         let client = match mode {
             _ if filters.is_empty() => None,
-            Mode::Fetch => Some(client(&filters)?),
-            Mode::Auto => Some(client(&filters)?.with_key_sets()?),
+            Mode::Fetch => Some(client()?),
+            Mode::Auto => Some(client()?.with_key_sets()?),
             Mode::Pushdown | Mode::Dynamic => None,
         };
         Ok(ScanSource {
