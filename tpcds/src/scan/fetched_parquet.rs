@@ -40,7 +40,8 @@ const COALESCE_GAP: u64 = 1 << 20;
 
 /// Parquet parts fetched, decoded to the table columns `read`, then filtered. A request is
 /// a whole part (`Request::Get` of the object, in fetch mode) or a select split whose
-/// row groups a fetch reads instead (auto mode's choice made at run time).
+/// row groups a fetch reads instead (auto mode's choice made at run time); consecutive
+/// splits of one part are read as one ([`joined`]).
 pub(super) struct FetchedParquet {
     pub(super) requests: Requests,
     /// The table: its columns, and its parts' sizes.
@@ -63,6 +64,7 @@ impl FetchedParquet {
             .into_iter()
             .map(|request| Part::of_request(request, &self.table))
             .collect::<DfResult<Vec<_>>>()?;
+        let parts = joined(parts);
         // The decoder gives the projected columns in file order; the scan's order is `read`'s.
         let mut in_file = self.read.clone();
         in_file.sort_unstable();
@@ -266,6 +268,27 @@ impl Part {
     }
 }
 
+/// `parts` with each run of consecutive splits of one object (each range starting where the
+/// one before ended) read as one part, the whole object when they cover it.
+fn joined(parts: Vec<Part>) -> Vec<Part> {
+    let mut joined: Vec<Part> = Vec::with_capacity(parts.len());
+    for part in parts {
+        if let Some(last) = joined.last_mut() {
+            if let (true, Some((start, end)), Some((next_start, next_end))) =
+                (last.key == part.key, last.range, part.range)
+            {
+                if end == next_start {
+                    let whole = start == 0 && next_end == last.size;
+                    last.range = (!whole).then_some((start, next_end));
+                    continue;
+                }
+            }
+        }
+        joined.push(part);
+    }
+    joined
+}
+
 /// The footer of the Parquet object `key` of `size` bytes, read with `get`: its last
 /// [`FOOTER_GUESS`] bytes, and the bytes before them when the metadata is longer.
 pub(super) async fn read_metadata<G, F>(
@@ -390,6 +413,45 @@ mod tests {
             }
             assert_eq!(read, (0..10).collect::<Vec<_>>(), "splits of {step} bytes");
         }
+    }
+
+    #[test]
+    fn consecutive_splits_of_a_part_are_read_as_one() {
+        let part = |key: &str, range| Part {
+            key: key.into(),
+            size: 100,
+            range,
+        };
+        let ranges = |parts: Vec<Part>| {
+            joined(parts)
+                .into_iter()
+                .map(|p| (p.key, p.range))
+                .collect::<Vec<_>>()
+        };
+        // All of a part's splits: the whole part; a part's later splits only: their range.
+        let parts = vec![
+            part("a", Some((0, 40))),
+            part("a", Some((40, 80))),
+            part("a", Some((80, 100))),
+            part("b", Some((40, 80))),
+            part("b", Some((80, 100))),
+        ];
+        let want = vec![("a".into(), None), ("b".into(), Some((40, 100)))];
+        assert_eq!(ranges(parts), want);
+        // Splits that do not follow each other, or whole parts, stay apart.
+        let parts = vec![
+            part("a", Some((0, 40))),
+            part("a", Some((80, 100))),
+            part("b", None),
+            part("b", None),
+        ];
+        let want = vec![
+            ("a".into(), Some((0, 40))),
+            ("a".into(), Some((80, 100))),
+            ("b".into(), None),
+            ("b".into(), None),
+        ];
+        assert_eq!(ranges(parts), want);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::scan::source::ScanMetrics;
 use crate::scan::Store;
 
 /// One HTTP request of a scan.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Request {
     /// A ranged GET of `key`, `start..end`.
     Get { key: String, start: u64, end: u64 },

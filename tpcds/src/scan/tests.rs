@@ -304,6 +304,39 @@ async fn a_select_stream_cut_short_is_an_error_naming_object_and_range() {
     }
 }
 
+#[test]
+fn auto_keeps_a_parquet_parts_splits_in_one_partition() {
+    let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
+    let objects = vec![
+        ("inventory/part-00000.parquet".to_string(), 100 << 20),
+        ("inventory/part-00001.parquet".to_string(), 40 << 20),
+    ];
+    let table = |mode| {
+        let table = S3Table::new(
+            schema,
+            objects.clone(),
+            20.0,
+            Store::offline(),
+            mode,
+            Format::Parquet,
+        );
+        table.def().plan_requests(mode, 2)
+    };
+    let split = |part: u32, start: u64, end: u64| Request::Select {
+        key: format!("inventory/part-0000{part}.parquet"),
+        range: Some((start << 20, end << 20)),
+    };
+    let first = vec![split(0, 0, 32), split(0, 32, 64), split(0, 64, 96)];
+    let first = [first, vec![split(0, 96, 100)]].concat();
+    let second = vec![split(1, 0, 32), split(1, 32, 40)];
+    assert_eq!(table(Mode::Auto), [first.clone(), second.clone()]);
+    // Dynamic mode selects every split: they are dealt out one by one.
+    let dealt = table(Mode::Dynamic);
+    let odd = vec![first[0].clone(), first[2].clone(), second[0].clone()];
+    let even = vec![first[1].clone(), first[3].clone(), second[1].clone()];
+    assert_eq!(dealt, [odd, even]);
+}
+
 /// `inventory` (four columns) as one 100 MiB part in `mode`, for planning.
 fn inventory(mode: Mode) -> S3Table {
     let schema = crate::schema::table_schema("inventory").expect("a TPC-DS table");
