@@ -20,8 +20,9 @@
 //! The optimizer's filter pushdown then takes that filter down through the other side's
 //! joins to the scan that reads the key, which lowers it into its S3 Select SQL at planning
 //! time — standard SQL, as any store takes. In one process only the few rules that do so run
-//! again ([`finish`]); on a cluster the scheduler optimizes the plan it is sent. A job whose filter keeps few rows of a large table would still
-//! read all of it, so a source's table has at most [`MAX_SOURCE_ROWS`] rows.
+//! again ([`finish`]); on a cluster the scheduler optimizes the plan it is sent. A job whose
+//! filter keeps few rows of a large table would still read all of it, so a source's table
+//! has at most [`MAX_SOURCE_ROWS`] rows.
 //!
 //! Rows are unchanged: a row of the other side whose key is not among the source's
 //! (non-NULL) keys has no partner, and an inner or semi join drops it anyway. Only joins

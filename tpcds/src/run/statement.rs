@@ -312,8 +312,10 @@ async fn parts_first(
         false => keys::Narrowed::default(),
     };
     let frame = match cluster {
-        // In this process the plan optimized here is planned as it is: optimizing it whole
-        // a second time took 2 to 7 ms of a statement of 50 to 300 ms over Parquet at SF 1.
+        // In this process the plan optimized here is planned as it is, its key lists put
+        // in place by the few rules they need: the whole optimizer run again would redo
+        // what it already did, a cost of the run-time filter modes that fetch does not pay
+        // (docs/BENCHMARKS.md, "a plan optimized once").
         None => {
             let plan = match narrowed.plan {
                 Some(narrowed) => keys::finish(narrowed, &ctx.state())?,

@@ -604,8 +604,9 @@ impl TableDef {
                 (Mode::Fetch, _) => units.push(requests),
                 // Auto fetches a Parquet scan's splits when a select would not pay; a part's
                 // splits in one partition are then read as the part (one footer, its chunks
-                // in coalesced GETs), as fetch mode reads it. Read split by split, with a
-                // footer each, auto's fetched scans ran 9% longer than fetch's at SF 1.
+                // in coalesced GETs), as fetch mode reads it, not split by split with a
+                // footer and a decoder each. Pushed, a partition's splits still go out
+                // several at once.
                 (Mode::Auto, Format::Parquet) => units.push(requests),
                 // A select split is a whole record, so splits can be dealt out on their own.
                 _ => units.extend(requests.into_iter().map(|r| vec![r])),
