@@ -43,7 +43,7 @@ use std::sync::Arc;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, NullEquality, Result as DfResult, ScalarValue};
 use datafusion::datasource::source_as_provider;
-use datafusion::execution::session_state::SessionState;
+use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::{lit, Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder};
 use datafusion::optimizer::eliminate_filter::EliminateFilter;
 use datafusion::optimizer::propagate_empty_relation::PropagateEmptyRelation;
@@ -191,6 +191,15 @@ pub(crate) fn finish(plan: LogicalPlan, state: &SessionState) -> DfResult<Logica
         Arc::new(PushDownFilter::new()),
     ];
     Optimizer::with_rules(rules).optimize(plan, state, |_, _| {})
+}
+
+/// `state` for a plan already analyzed and optimized (one [`finish`] made): the same, with
+/// no logical rule left to apply (the physical planner and its optimizer run as usual).
+pub(crate) fn already_optimized(state: SessionState) -> SessionState {
+    SessionStateBuilder::new_from_existing(state)
+        .with_analyzer_rules(Vec::new())
+        .with_optimizer_rules(Vec::new())
+        .build()
 }
 
 /// In auto mode, a line saying why the job reading `keys` is left out when its source's
@@ -483,13 +492,7 @@ mod tests {
                 assert!(!text.contains("Join"), "{text}");
             }
             // Planned as the statement is: no analyzer or optimizer rule runs on it.
-            let state =
-                datafusion::execution::session_state::SessionStateBuilder::new_from_existing(
-                    ctx.state(),
-                )
-                .with_analyzer_rules(Vec::new())
-                .with_optimizer_rules(Vec::new())
-                .build();
+            let state = already_optimized(ctx.state());
             let frame = datafusion::dataframe::DataFrame::new(state, finished);
             let rows = frame.collect().await.expect("rows");
             assert_eq!(sorted_lines(&rows), expected, "{text}");

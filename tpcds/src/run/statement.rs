@@ -10,7 +10,6 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
 use datafusion::execution::context::SessionContext;
-use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::{self, display::DisplayableExecutionPlan};
 use datafusion_proto::protobuf::LogicalPlanNode;
@@ -317,11 +316,12 @@ async fn parts_first(
         // what it already did, a cost of the run-time filter modes that fetch does not pay
         // (docs/BENCHMARKS.md, "a plan optimized once").
         None => {
+            let state = ctx.state();
             let plan = match narrowed.plan {
-                Some(narrowed) => keys::finish(narrowed, &ctx.state())?,
+                Some(narrowed) => keys::finish(narrowed, &state)?,
                 None => optimized,
             };
-            DataFrame::new(already_optimized(ctx), plan)
+            DataFrame::new(keys::already_optimized(state), plan)
         }
         Some(_) => match narrowed.plan {
             Some(narrowed) if sendable(&narrowed)? => DataFrame::new(ctx.state(), narrowed),
@@ -331,15 +331,6 @@ async fn parts_first(
     let mut plans = plans.into_inner().unwrap_or_default();
     plans.extend(narrowed.not_read);
     Ok((frame, plans))
-}
-
-/// `ctx`'s session for a plan already analyzed and optimized: the same, with no logical
-/// rules left to apply (the physical planner and its optimizer run as usual).
-fn already_optimized(ctx: &SessionContext) -> SessionState {
-    SessionStateBuilder::new_from_existing(ctx.state())
-        .with_analyzer_rules(Vec::new())
-        .with_optimizer_rules(Vec::new())
-        .build()
 }
 
 /// Whether `plan` comes back from protobuf as the scheduler will decode it.
