@@ -18,14 +18,19 @@
 //! element ([`Kernel::Rows`]): the leaf's column path emptied, so that it reads each
 //! element as the row path would read that column, made the value the row path makes of
 //! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
-//! and decimal columns against numeric constants, strings against strings, IS [NOT] NULL
-//! of flat columns — tested against it. No compiled leaf can fail, so evaluating every leaf
+//! and decimal columns against numeric constants, strings against strings, dates against
+//! timestamps, IS [NOT] NULL of flat columns — tested against it.
+//!
+//! Dates. The row path reads a Date32 value as the instant of its midnight UTC and compares
+//! instants, so a comparison with a timestamp constant is one with a whole number of days:
+//! `day >= k` holds from the first midnight at or after `k`, `day = k` only when `k` is a
+//! midnight ([`on_days`]). Date columns then take the integer kernels, over their days. No compiled leaf can fail, so evaluating every leaf
 //! on every row (where the row path stops at AND's first false) gives the same answers; AND
 //! and OR skip their right side only for a batch whose left side alone decides every row
 //! (false for AND, true for OR).
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Decimal128Type, Int32Type, Int64Type};
+use arrow_array::types::{Date32Type, Decimal128Type, Int32Type, Int64Type};
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer};
 use arrow_schema::{DataType, Schema};
@@ -37,7 +42,8 @@ use crate::eval::expr::{truth, CExpr, CmpOp, LikeSpec, Row};
 use crate::eval::int_set::IntSet;
 use crate::json::path::{key_matches, Step};
 use crate::parquet::rows::{BatchRows, Column};
-use crate::value::Value;
+use crate::value::timestamp::SECS_PER_DAY;
+use crate::value::{Timestamp, Value};
 
 /// A WHERE clause compiled to tests over a batch of the columns it reads.
 #[derive(Debug, Clone)]
@@ -63,12 +69,13 @@ enum Test {
 /// How a leaf is evaluated over its column.
 #[derive(Debug, Clone)]
 enum Kernel {
-    /// An Int32 or Int64 column: every comparison holds.
+    /// An Int32, Int64 or Date32 column (a date as its days since 1970-01-01): every
+    /// comparison holds.
     Ints(Box<[(CmpOp, i64)]>),
-    /// An Int32 or Int64 column within `lo..=hi` (empty when `lo > hi`): comparisons other
-    /// than `<>` folded into two bounds, one branch-free test per value.
+    /// An Int32, Int64 or Date32 column within `lo..=hi` (empty when `lo > hi`):
+    /// comparisons other than `<>` folded into two bounds, one branch-free test per value.
     IntRange { lo: i64, hi: i64 },
-    /// An Int32 or Int64 column `IN` (or `NOT IN`) a set of integers.
+    /// An Int32, Int64 or Date32 column `IN` (or `NOT IN`) a set of integers.
     IntSet { set: IntSet, negated: bool },
     /// A Decimal128 column of scale ≥ 0: every comparison holds, the constants at the
     /// column's scale. A batch holding a value the row path does not read as a DECIMAL
@@ -305,16 +312,17 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
             (CExpr::Const(lo), CExpr::Const(hi)) => vec![(CmpOp::GtEq, lo), (CmpOp::LtEq, hi)],
             _ => return None,
         },
-        CExpr::InList { list, negated, .. } if matches!(ty, DataType::Int32 | DataType::Int64) => {
-            let set = list
-                .iter()
-                .map(|e| match e {
-                    CExpr::Const(Value::Int(k)) => Some(*k),
-                    _ => None,
-                })
-                .collect::<Option<Vec<i64>>>()?;
+        CExpr::InList { list, negated, .. } => {
+            // Each constant as the integer a column value equal to it has; `None` for a
+            // constant no value of the column equals (a timestamp between midnights).
+            let key = |e: &CExpr| match (ty, e) {
+                (DataType::Int32 | DataType::Int64, CExpr::Const(Value::Int(k))) => Some(Some(*k)),
+                (DataType::Date32, CExpr::Const(Value::Timestamp(t))) => Some(whole_days(t)),
+                _ => None,
+            };
+            let keys = list.iter().map(key).collect::<Option<Vec<Option<i64>>>>()?;
             return Some(Kernel::IntSet {
-                set: IntSet::new(set),
+                set: IntSet::new(keys.into_iter().flatten().collect()),
                 negated: *negated,
             });
         }
@@ -325,6 +333,14 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
             .into_iter()
             .map(|(op, k)| match k {
                 Value::Int(k) => Some((op, *k)),
+                _ => None,
+            })
+            .collect::<Option<Box<[_]>>>()
+            .map(|conds| int_range(&conds).unwrap_or(Kernel::Ints(conds))),
+        DataType::Date32 => consts
+            .into_iter()
+            .map(|(op, k)| match k {
+                Value::Timestamp(t) => Some(on_days(op, t)),
                 _ => None,
             })
             .collect::<Option<Box<[_]>>>()
@@ -369,6 +385,29 @@ fn int_range(conds: &[(CmpOp, i64)]) -> Option<Kernel> {
         }
     }
     Some(Kernel::IntRange { lo, hi })
+}
+
+/// `k` as days since 1970-01-01 when it is a midnight UTC, the instant a Date32 value is
+/// to the row path; `None` otherwise.
+fn whole_days(k: &Timestamp) -> Option<i64> {
+    (k.nanos == 0 && k.seconds.rem_euclid(SECS_PER_DAY) == 0)
+        .then(|| k.seconds.div_euclid(SECS_PER_DAY))
+}
+
+/// `date op k` as a comparison of the date's days (module docs, "Dates"). Between two
+/// midnights, with `d` the day `k` falls in: no date equals `k`, every date differs from it,
+/// and a date is before `k` when it is at most `d`, after it when it is after `d`.
+fn on_days(op: CmpOp, k: &Timestamp) -> (CmpOp, i64) {
+    if let Some(days) = whole_days(k) {
+        return (op, days);
+    }
+    let day = k.seconds.div_euclid(SECS_PER_DAY);
+    match op {
+        CmpOp::Eq => (CmpOp::Lt, i64::MIN),
+        CmpOp::NotEq => (CmpOp::GtEq, i64::MIN),
+        CmpOp::Lt | CmpOp::LtEq => (CmpOp::LtEq, day),
+        CmpOp::Gt | CmpOp::GtEq => (CmpOp::Gt, day),
+    }
 }
 
 /// A numeric constant as an integer at `scale`, when it is one exactly.
@@ -488,13 +527,17 @@ impl Kernel {
     }
 }
 
-/// `holds` of each value of an Int32 or Int64 array (NULLs' slots included); `None` for an
-/// array of another type.
+/// `holds` of each value of an Int32, Int64 or Date32 array (NULLs' slots included); `None`
+/// for an array of another type.
 fn int_test(array: &ArrayRef, holds: impl Fn(i64) -> bool) -> Option<BooleanBuffer> {
     let n = array.len();
     Some(match array.data_type() {
         DataType::Int32 => {
             let v = array.as_primitive_opt::<Int32Type>()?.values();
+            BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
+        }
+        DataType::Date32 => {
+            let v = array.as_primitive_opt::<Date32Type>()?.values();
             BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
         }
         DataType::Int64 => {
@@ -646,7 +689,17 @@ mod tests {
             ("s.name = 'ab'", "Text"),
             ("s.qty IS NULL", "IsNull"),
             ("s.name IS NOT NULL", "IsNull"),
-            ("s.day < `2000-01-01`", "Rows"),
+            ("s.day < `2000-01-01`", "IntRange"),
+            (
+                "s.day BETWEEN `2000-01-01` AND `2000-02-01T12:00Z`",
+                "IntRange",
+            ),
+            ("s.day <> `2000-01-01`", "Ints"),
+            (
+                "s.day IN (`2000-01-01`, `2000-01-02T01:00+01:00`)",
+                "IntSet",
+            ),
+            ("s.day = '2000-01-01'", "Rows"),
             ("s.name LIKE 'a%'", "Rows"),
         ] {
             let f = ColumnFilter::compile(&filter_of(sql), &schema).unwrap();
@@ -739,6 +792,26 @@ mod tests {
         )
     }
 
+    /// A timestamp literal near the test rows' days: a date, a midnight written another
+    /// way, or an instant between midnights.
+    fn timestamp() -> impl Strategy<Value = String> {
+        let time = prop_oneof![
+            Just(""),
+            Just("T00:00Z"),
+            Just("T00:00:00.000000001Z"),
+            Just("T12:30Z"),
+            Just("T23:59:59.5Z"),
+            Just("T01:00+01:00"),
+            Just("T00:00+05:00"),
+            Just("T22:00-02:00"),
+        ];
+        (10_949i32..10_961, time).prop_map(|(d, time)| {
+            let day =
+                chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap() + chrono::Days::new(d as u64);
+            format!("`{day}{time}`")
+        })
+    }
+
     /// Conditions with constants drawn to meet the data's values.
     fn condition() -> impl Strategy<Value = String> {
         let op = prop_oneof![
@@ -775,10 +848,10 @@ mod tests {
             (op.clone(), int.clone()).prop_map(|(o, k)| format!("s.price {o} {k}")),
             (price.clone(), price).prop_map(|(a, b)| format!("s.price BETWEEN {a} AND {b}")),
             (op.clone(), "[ab]{0,2}").prop_map(|(o, k)| format!("s.name {o} '{k}'")),
-            (op.clone(), 10_950i32..10_960).prop_map(|(o, d)| {
-                let day = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()
-                    + chrono::Days::new(d as u64);
-                format!("s.day {o} `{day}`")
+            (op.clone(), timestamp()).prop_map(|(o, t)| format!("s.day {o} {t}")),
+            (timestamp(), timestamp()).prop_map(|(a, b)| format!("s.day BETWEEN {a} AND {b}")),
+            (proptest::collection::vec(timestamp(), 1..4), any::<bool>()).prop_map(|(l, n)| {
+                format!("s.day {}IN ({})", if n { "NOT " } else { "" }, l.join(", "))
             }),
             (op, -2i64..10).prop_map(|(o, k)| format!("s.ratio {o} {k}")),
             (

@@ -28,10 +28,8 @@ use arrow_schema::{DataType, SchemaRef, TimeUnit};
 use crate::err;
 use crate::error::Result;
 use crate::json::{Node, Scalar};
-use crate::value::timestamp::Precision;
+use crate::value::timestamp::{Precision, SECS_PER_DAY};
 use crate::value::{Decimal, Timestamp};
-
-const SECS_PER_DAY: i64 = 86_400;
 
 /// One record batch, ready to be read row by row.
 pub struct BatchRows {

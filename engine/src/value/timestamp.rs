@@ -46,7 +46,7 @@ pub struct Timestamp {
     pub precision: Precision,
 }
 
-const SECS_PER_DAY: i64 = 86_400;
+pub(crate) const SECS_PER_DAY: i64 = 86_400;
 const MONTH_NAMES: [&str; 12] = [
     "January",
     "February",
