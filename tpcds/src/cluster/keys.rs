@@ -82,6 +82,20 @@ struct KeysOf {
     key: Column,
 }
 
+impl KeysOf {
+    /// Whether `other` answers the same values: the same key of the same plan, under
+    /// whatever aliases each is named (an alias renames a plan's columns, not their values).
+    fn same_values(&self, other: &KeysOf) -> bool {
+        fn unaliased(mut plan: &LogicalPlan) -> &LogicalPlan {
+            while let LogicalPlan::SubqueryAlias(alias) = plan {
+                plan = &alias.input;
+            }
+            plan
+        }
+        self.key.name == other.key.name && unaliased(&self.source) == unaliased(&other.source)
+    }
+}
+
 /// One filter a join's side can get: the side's `key` must be among `keys.source`'s keys.
 struct Narrowing {
     /// The side narrowed: true for the join's left input.
@@ -132,14 +146,29 @@ pub(crate) async fn narrow<'a>(
             not_read,
         });
     }
-    // At once: Ballista runs jobs side by side.
-    let found = try_join_all(wanted.iter().map(|keys| distinct_keys(keys, run))).await?;
+    // One job for the sources that read the same keys under different names (q83's three
+    // subqueries each filter `date_dim` the same way); all at once: Ballista runs jobs side
+    // by side.
+    let mut jobs: Vec<&KeysOf> = Vec::new();
+    let job_of: Vec<usize> = wanted
+        .iter()
+        .map(
+            |keys| match jobs.iter().position(|job| job.same_values(keys)) {
+                Some(job) => job,
+                None => {
+                    jobs.push(keys);
+                    jobs.len() - 1
+                }
+            },
+        )
+        .collect();
+    let found = try_join_all(jobs.iter().map(|keys| distinct_keys(keys, run))).await?;
     let answers: HashMap<KeysOf, Vec<ScalarValue>> = wanted
-        .into_iter()
-        .zip(found)
-        .filter_map(|(keys, values)| {
-            let values = values?;
-            fits(&values, budget).then_some((keys, values))
+        .iter()
+        .zip(job_of)
+        .filter_map(|(keys, job)| {
+            let values = found[job].as_ref()?;
+            fits(values, budget).then(|| (keys.clone(), values.clone()))
         })
         .collect();
     if answers.is_empty() {
@@ -442,6 +471,32 @@ mod tests {
         let (plan, same, jobs) = narrowed(sql, None).await;
         assert_eq!(jobs, 1);
         assert!(plan.contains("sales.amount IN ([Int32(1)])"), "{plan}");
+        assert!(same, "{plan}");
+    }
+
+    #[tokio::test]
+    async fn sources_read_alike_under_other_names_are_one_job() {
+        // Two branches' subqueries filter `dates` alike (TPC-DS q83's shape): one job
+        // answers both; filtered otherwise, each is a job of its own.
+        let union = |second_week: &str| {
+            format!(
+                "SELECT amount FROM sales \
+                 WHERE date IN (SELECT d_date FROM dates WHERE d_week = 1) UNION ALL \
+                 SELECT amount FROM sales \
+                 WHERE date IN (SELECT d_date FROM dates WHERE d_week {second_week})"
+            )
+        };
+        let (plan, same, jobs) = narrowed(&union("= 1"), None).await;
+        assert_eq!(jobs, 1, "{plan}");
+        assert_eq!(
+            plan.matches(r#"sales.date IN ([Utf8("a"), Utf8("b")])"#)
+                .count(),
+            2,
+            "{plan}"
+        );
+        assert!(same, "{plan}");
+        let (plan, same, jobs) = narrowed(&union("< 3"), None).await;
+        assert_eq!(jobs, 2, "{plan}");
         assert!(same, "{plan}");
     }
 
