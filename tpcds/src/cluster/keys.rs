@@ -35,7 +35,8 @@
 //! dimension again) and one round of jobs before the statement; an empty source makes the
 //! filter `false`, and the optimizer then leaves out what cannot give a row. Auto mode
 //! leaves out a job whose source its table's sample predicts to keep more rows than a job
-//! answers ([`predicted_over`]), and the plans say so.
+//! answers ([`predicted_over`]), or whose lists would narrow only sides of Parquet scans too
+//! small for a select to pay ([`side_fetched_whatever`]), and the plans say so.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -120,12 +121,19 @@ pub(crate) async fn narrow<'a>(
     run: &'a RunJob<'a>,
     budget: Option<usize>,
 ) -> DfResult<Narrowed> {
-    let mut wanted: Vec<KeysOf> = Vec::new();
+    // Each job, and whether one of the sides it narrows has a scan its list can help.
+    let mut wanted: Vec<(KeysOf, bool)> = Vec::new();
     plan.apply(|node| {
         if let LogicalPlan::Join(join) = node {
             for narrowing in narrowings(join)? {
-                if !wanted.contains(&narrowing.keys) {
-                    wanted.push(narrowing.keys);
+                let side = match narrowing.left {
+                    true => join.left.as_ref(),
+                    false => join.right.as_ref(),
+                };
+                let helps = !side_fetched_whatever(side)?;
+                match wanted.iter_mut().find(|(keys, _)| *keys == narrowing.keys) {
+                    Some((_, helped)) => *helped |= helps,
+                    None => wanted.push((narrowing.keys, helps)),
                 }
             }
         }
@@ -133,13 +141,26 @@ pub(crate) async fn narrow<'a>(
     })?;
     let mut not_read = Vec::new();
     // A job whose rows cannot be predicted runs, as in the other modes.
-    wanted.retain(|keys| match predicted_over(keys) {
-        Ok(Some(line)) => {
-            not_read.push(line);
-            false
-        }
-        _ => true,
-    });
+    let wanted: Vec<KeysOf> = wanted
+        .into_iter()
+        .filter_map(|(keys, helps)| {
+            if !helps {
+                not_read.push(format!(
+                    "Join keys not read: {}, the sides it narrows have only scans fetched \
+                     whatever their filters\n",
+                    keys.key
+                ));
+                return None;
+            }
+            match predicted_over(&keys) {
+                Ok(Some(line)) => {
+                    not_read.push(line);
+                    None
+                }
+                _ => Some(keys),
+            }
+        })
+        .collect();
     if wanted.is_empty() {
         return Ok(Narrowed {
             plan: None,
@@ -264,6 +285,29 @@ fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
                 table.estimated_rows()
             )
         }))
+}
+
+/// In auto mode, whether every scan of `side` is fetched whatever its filters (Parquet
+/// tables too small for any select to pay). A key list put on a side changes only that
+/// side's rows (the join with the source drops the same rows above it), and so only the
+/// choices of that side's scans, directly or through the run-time filters of the side's own
+/// joins: when none of them can be pushed, the job's round before the statement buys
+/// little. False when the side reads no table, and always in the other modes.
+fn side_fetched_whatever(side: &LogicalPlan) -> DfResult<bool> {
+    let (mut scans, mut fetched) = (0, 0);
+    side.apply(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            scans += 1;
+            let provider = source_as_provider(&scan.source)?;
+            if provider.downcast_ref::<S3Table>().is_some_and(|table| {
+                table.fetched_whatever_the_filters(scan.projection.as_deref(), &scan.filters)
+            }) {
+                fetched += 1;
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(scans > 0 && fetched == scans)
 }
 
 /// The filters `join` lets its sides get from the other side's keys.

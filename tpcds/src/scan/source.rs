@@ -56,7 +56,6 @@ use crate::scan::choice::{Choice, PARQUET};
 use crate::scan::fetched_parquet::FetchedParquet;
 use crate::scan::filter::{naming, ScanFilters, Statement};
 use crate::scan::request::{Answer, Request, Results};
-use crate::scan::sample::Prediction;
 use crate::scan::stream::{FetchedCsv, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
 use crate::scan::Mode;
@@ -268,16 +267,9 @@ impl ScanSource {
     /// it answered nothing: made before its run-time filters are known, so that it does
     /// not wait for them.
     fn fetched_whatever_the_filters(&self) -> Option<Choice> {
-        let (sample, link_rate) = self.table.auto.as_ref()?;
-        if self.table.format != Format::Parquet {
-            return None;
-        }
-        let empty = Prediction {
-            fetch_bytes: sample.fetch_bytes(&self.read_columns(), self.table.total_bytes),
-            answer_bytes: 0.0,
-        };
-        let pays = Choice::new(Some(empty), *link_rate, PARQUET).pushed;
-        (!pays).then(Choice::too_small)
+        self.table
+            .fetched_whatever_the_filters(&self.read_columns())
+            .then(Choice::too_small)
     }
 
     /// Auto mode's choice for this scan sending `sql`, predicted over the table's sample

@@ -18,10 +18,10 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::layout::Format;
 use crate::pushdown::Pred;
-use crate::scan::choice::{Choice, TEXT};
+use crate::scan::choice::{Choice, PARQUET, TEXT};
 use crate::scan::filter::{columns_read, lower, naming, ClientFilter, ScanFilters};
 use crate::scan::request::{Request, Results};
-use crate::scan::sample::Sample;
+use crate::scan::sample::{Prediction, Sample};
 use crate::scan::source::{ScanSource, ScanUnit, SqlMetric};
 use crate::scan::{Mode, Store, StoreSpec};
 use crate::schema::{arrow_schema, key_domain, table_schema, TableSchema};
@@ -141,6 +141,23 @@ impl TableDef {
         Ok(def)
     }
 
+    /// Auto mode over Parquet: whether a scan decoding the table's columns `read` is fetched
+    /// whatever its filters, a select of it not paying even if it answered nothing; false in
+    /// the other modes and over text, where a filter can make any scan pushed.
+    pub(super) fn fetched_whatever_the_filters(&self, read: &[usize]) -> bool {
+        let Some((sample, link_rate)) = self.auto.as_ref() else {
+            return false;
+        };
+        if self.format != Format::Parquet {
+            return false;
+        }
+        let empty = Prediction {
+            fetch_bytes: sample.fetch_bytes(read, self.total_bytes),
+            answer_bytes: 0.0,
+        };
+        !Choice::new(Some(empty), *link_rate, PARQUET).pushed
+    }
+
     /// The size of the table's part `key`; `None` when it is not one.
     pub(super) fn object_size(&self, key: &str) -> Option<u64> {
         self.objects
@@ -212,6 +229,26 @@ impl S3Table {
             false => Pred::And(preds).to_sql_in(self.def.naming())?,
         };
         sample.kept_rows(&clause, self.def.estimated_rows)
+    }
+
+    /// Auto mode over Parquet: whether a scan of the columns `projection` (every column
+    /// when `None`) under `filters` is fetched whatever its filters
+    /// ([`TableDef::fetched_whatever_the_filters`]).
+    pub(crate) fn fetched_whatever_the_filters(
+        &self,
+        projection: Option<&[usize]>,
+        filters: &[Expr],
+    ) -> bool {
+        let all: Vec<usize>;
+        let projection = match projection {
+            Some(columns) => columns,
+            None => {
+                all = (0..self.def.schema.fields().len()).collect();
+                &all
+            }
+        };
+        columns_read(&self.def.schema, projection, filters)
+            .is_ok_and(|read| self.def.fetched_whatever_the_filters(&read))
     }
 
     pub(crate) fn def(&self) -> &Arc<TableDef> {
