@@ -18,7 +18,8 @@
 //! element ([`Kernel::Rows`]): the leaf's column path emptied, so that it reads each
 //! element as the row path would read that column, made the value the row path makes of
 //! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
-//! and decimal columns against numeric constants, strings against strings, dates against
+//! and decimal columns against numeric constants, strings against strings (and IN lists of
+//! them), dates against
 //! timestamps, IS [NOT] NULL of flat columns — tested against it.
 //!
 //! Dates. The row path reads a Date32 value as the instant of its midnight UTC and compares
@@ -89,6 +90,11 @@ enum Kernel {
     IsNull { negated: bool },
     /// A Utf8 column compared with a string: byte order, as strings compare.
     Text(CmpOp, Box<str>),
+    /// A Utf8 column `IN` (or `NOT IN`) a set of strings, sorted by their bytes.
+    TextSet {
+        sorted: Box<[Box<str>]>,
+        negated: bool,
+    },
     /// The row evaluator, element by element; the leaf's column path is empty, so it reads
     /// the element as the row.
     Rows(CExpr),
@@ -320,6 +326,20 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
                 (DataType::Date32, CExpr::Const(Value::Timestamp(t))) => Some(whole_days(t)),
                 _ => None,
             };
+            if *ty == DataType::Utf8 {
+                let mut sorted = list
+                    .iter()
+                    .map(|e| match e {
+                        CExpr::Const(Value::Str(k)) => Some(k.as_ref().into()),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<Box<str>>>>()?;
+                sorted.sort_unstable();
+                return Some(Kernel::TextSet {
+                    sorted: sorted.into(),
+                    negated: *negated,
+                });
+            }
             let keys = list.iter().map(key).collect::<Option<Vec<Option<i64>>>>()?;
             return Some(Kernel::IntSet {
                 set: IntSet::new(keys.into_iter().flatten().collect()),
@@ -522,6 +542,14 @@ impl Kernel {
                 let values = BooleanBuffer::collect_bool(n, |i| cmp(*op, a.value(i).as_bytes(), k));
                 Ok(Truth::known(values, array.nulls()))
             }
+            Kernel::TextSet { sorted, negated } => {
+                let a = array.as_string_opt::<i32>().ok_or_else(mismatch)?;
+                let values = BooleanBuffer::collect_bool(n, |i| {
+                    let v = a.value(i).as_bytes();
+                    sorted.binary_search_by(|k| k.as_bytes().cmp(v)).is_ok() != *negated
+                });
+                Ok(Truth::known(values, array.nulls()))
+            }
             Kernel::Rows(leaf) => rows_truth(leaf, array),
         }
     }
@@ -687,6 +715,8 @@ mod tests {
             ("s.id IN (1, 5, 3, 5)", "IntSet"),
             ("s.price >= 10.00 AND 20 >= s.price", "Decimals"),
             ("s.name = 'ab'", "Text"),
+            ("s.name IN ('b', 'ab', '')", "TextSet"),
+            ("s.name IN ('b', 1)", "Rows"),
             ("s.qty IS NULL", "IsNull"),
             ("s.name IS NOT NULL", "IsNull"),
             ("s.day < `2000-01-01`", "IntRange"),
@@ -848,6 +878,14 @@ mod tests {
             (op.clone(), int.clone()).prop_map(|(o, k)| format!("s.price {o} {k}")),
             (price.clone(), price).prop_map(|(a, b)| format!("s.price BETWEEN {a} AND {b}")),
             (op.clone(), "[ab]{0,2}").prop_map(|(o, k)| format!("s.name {o} '{k}'")),
+            (proptest::collection::vec("[ab]{0,2}", 1..4), any::<bool>()).prop_map(|(l, n)| {
+                let l: Vec<String> = l.iter().map(|k| format!("'{k}'")).collect();
+                format!(
+                    "s.name {}IN ({})",
+                    if n { "NOT " } else { "" },
+                    l.join(", ")
+                )
+            }),
             (op.clone(), timestamp()).prop_map(|(o, t)| format!("s.day {o} {t}")),
             (timestamp(), timestamp()).prop_map(|(a, b)| format!("s.day BETWEEN {a} AND {b}")),
             (proptest::collection::vec(timestamp(), 1..4), any::<bool>()).prop_map(|(l, n)| {
