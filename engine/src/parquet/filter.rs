@@ -18,17 +18,16 @@
 //! element ([`Kernel::Rows`]): the leaf's column path emptied, so that it reads each
 //! element as the row path would read that column, made the value the row path makes of
 //! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
-//! and decimal columns against numeric constants, strings against strings (and IN lists of
-//! them), dates against
-//! timestamps, IS [NOT] NULL of flat columns — tested against it.
+//! and decimal columns against numeric constants, strings against strings and lists of
+//! them, dates against timestamps, IS [NOT] NULL of flat columns — tested against it. No
+//! compiled leaf can fail, so evaluating every leaf on every row (where the row path stops
+//! at AND's first false) gives the same answers; AND and OR skip their right side only for
+//! a batch whose left side alone decides every row (false for AND, true for OR).
 //!
 //! Dates. The row path reads a Date32 value as the instant of its midnight UTC and compares
 //! instants, so a comparison with a timestamp constant is one with a whole number of days:
 //! `day >= k` holds from the first midnight at or after `k`, `day = k` only when `k` is a
-//! midnight ([`on_days`]). Date columns then take the integer kernels, over their days. No compiled leaf can fail, so evaluating every leaf
-//! on every row (where the row path stops at AND's first false) gives the same answers; AND
-//! and OR skip their right side only for a batch whose left side alone decides every row
-//! (false for AND, true for OR).
+//! midnight ([`on_days`]). Date columns then take the integer kernels, over their days.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Date32Type, Decimal128Type, Int32Type, Int64Type};
@@ -318,6 +317,20 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
             (CExpr::Const(lo), CExpr::Const(hi)) => vec![(CmpOp::GtEq, lo), (CmpOp::LtEq, hi)],
             _ => return None,
         },
+        CExpr::InList { list, negated, .. } if *ty == DataType::Utf8 => {
+            let mut sorted = list
+                .iter()
+                .map(|e| match e {
+                    CExpr::Const(Value::Str(k)) => Some(k.as_ref().into()),
+                    _ => None,
+                })
+                .collect::<Option<Vec<Box<str>>>>()?;
+            sorted.sort_unstable();
+            return Some(Kernel::TextSet {
+                sorted: sorted.into(),
+                negated: *negated,
+            });
+        }
         CExpr::InList { list, negated, .. } => {
             // Each constant as the integer a column value equal to it has; `None` for a
             // constant no value of the column equals (a timestamp between midnights).
@@ -326,20 +339,6 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
                 (DataType::Date32, CExpr::Const(Value::Timestamp(t))) => Some(whole_days(t)),
                 _ => None,
             };
-            if *ty == DataType::Utf8 {
-                let mut sorted = list
-                    .iter()
-                    .map(|e| match e {
-                        CExpr::Const(Value::Str(k)) => Some(k.as_ref().into()),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<Box<str>>>>()?;
-                sorted.sort_unstable();
-                return Some(Kernel::TextSet {
-                    sorted: sorted.into(),
-                    negated: *negated,
-                });
-            }
             let keys = list.iter().map(key).collect::<Option<Vec<Option<i64>>>>()?;
             return Some(Kernel::IntSet {
                 set: IntSet::new(keys.into_iter().flatten().collect()),

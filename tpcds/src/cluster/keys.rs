@@ -139,8 +139,10 @@ pub(crate) async fn narrow<'a>(
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
+    // Left out in auto mode: a job whose lists would narrow only small fetched scans, and
+    // one whose source is predicted to answer too many rows. A job whose rows cannot be
+    // predicted runs, as in the other modes.
     let mut not_read = Vec::new();
-    // A job whose rows cannot be predicted runs, as in the other modes.
     let wanted: Vec<KeysOf> = wanted
         .into_iter()
         .filter_map(|(keys, helps)| {
