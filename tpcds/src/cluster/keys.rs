@@ -130,10 +130,16 @@ pub(crate) async fn narrow<'a>(
                     true => join.left.as_ref(),
                     false => join.right.as_ref(),
                 };
-                let helps = !side_fetched_whatever(side)?;
-                match wanted.iter_mut().find(|(keys, _)| *keys == narrowing.keys) {
-                    Some((_, helped)) => *helped |= helps,
-                    None => wanted.push((narrowing.keys, helps)),
+                let at = match wanted.iter().position(|(keys, _)| *keys == narrowing.keys) {
+                    Some(at) => at,
+                    None => {
+                        wanted.push((narrowing.keys, false));
+                        wanted.len() - 1
+                    }
+                };
+                // A job one side already needs is not looked at again for another.
+                if !wanted[at].1 {
+                    wanted[at].1 = !side_fetched_whatever(side)?;
                 }
             }
         }
@@ -296,20 +302,23 @@ fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
 /// joins: when none of them can be pushed, the job's round before the statement buys
 /// little. False when the side reads no table, and always in the other modes.
 fn side_fetched_whatever(side: &LogicalPlan) -> DfResult<bool> {
-    let (mut scans, mut fetched) = (0, 0);
+    // `None` until a scan is seen; the walk stops at the first scan that may be pushed.
+    let mut all_fetched = None;
     side.apply(|node| {
-        if let LogicalPlan::TableScan(scan) = node {
-            scans += 1;
-            let provider = source_as_provider(&scan.source)?;
-            if provider.downcast_ref::<S3Table>().is_some_and(|table| {
-                table.fetched_whatever_the_filters(scan.projection.as_deref(), &scan.filters)
-            }) {
-                fetched += 1;
-            }
-        }
-        Ok(TreeNodeRecursion::Continue)
+        let LogicalPlan::TableScan(scan) = node else {
+            return Ok(TreeNodeRecursion::Continue);
+        };
+        let provider = source_as_provider(&scan.source)?;
+        let fetched = provider.downcast_ref::<S3Table>().is_some_and(|table| {
+            table.fetched_whatever_the_filters(scan.projection.as_deref(), &scan.filters)
+        });
+        all_fetched = Some(fetched);
+        Ok(match fetched {
+            true => TreeNodeRecursion::Continue,
+            false => TreeNodeRecursion::Stop,
+        })
     })?;
-    Ok(scans > 0 && fetched == scans)
+    Ok(all_fetched == Some(true))
 }
 
 /// The filters `join` lets its sides get from the other side's keys.
