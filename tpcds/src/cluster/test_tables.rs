@@ -49,7 +49,19 @@ pub(super) async fn session() -> SessionContext {
             Arc::new(Int32Array::from(vec![10, 20, 30, 40])),
         ],
     );
+    // Amounts by week number, an integer key with a gap (week 4) and a NULL.
+    let weekly = table(
+        vec![
+            Field::new("week", DataType::Int32, true),
+            Field::new("total", DataType::Int32, false),
+        ],
+        vec![
+            Arc::new(Int32Array::from(vec![Some(1), Some(2), Some(4), None])),
+            Arc::new(Int32Array::from(vec![100, 200, 400, 500])),
+        ],
+    );
     ctx.register_table("dates", dates).expect("dates");
+    ctx.register_table("weekly", weekly).expect("weekly");
     ctx.register_table("sales", sales).expect("sales");
     ctx
 }
