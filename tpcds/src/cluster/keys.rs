@@ -462,28 +462,26 @@ fn key_filter(key: Column, values: &[ScalarValue]) -> Expr {
 }
 
 /// The first and last of `values` (sorted and distinct, as [`distinct_keys`] gives them)
-/// when there are more than one and they are consecutive integers: the range between them
-/// then holds exactly the values.
+/// when there are more than one and they are consecutive integers (of the key types the
+/// tables have, as `scan::key_set` takes them): the range between them then holds exactly
+/// the values.
 fn as_range(values: &[ScalarValue]) -> Option<(&ScalarValue, &ScalarValue)> {
-    fn integer(value: &ScalarValue) -> Option<i128> {
-        Some(match value {
-            ScalarValue::Int8(v) => i128::from((*v)?),
-            ScalarValue::Int16(v) => i128::from((*v)?),
-            ScalarValue::Int32(v) => i128::from((*v)?),
-            ScalarValue::Int64(v) => i128::from((*v)?),
-            ScalarValue::UInt8(v) => i128::from((*v)?),
-            ScalarValue::UInt16(v) => i128::from((*v)?),
-            ScalarValue::UInt32(v) => i128::from((*v)?),
-            ScalarValue::UInt64(v) => i128::from((*v)?),
-            _ => return None,
-        })
+    fn integer(value: &ScalarValue) -> Option<i64> {
+        match value {
+            ScalarValue::Int32(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int64(Some(v)) => Some(*v),
+            _ => None,
+        }
     }
-    let next = |pair: &[ScalarValue]| match (integer(&pair[0]), integer(&pair[1])) {
-        (Some(a), Some(b)) => b == a + 1,
-        _ => false,
-    };
-    let consecutive = values.len() > 1 && values.windows(2).all(next);
-    consecutive.then_some((values.first()?, values.last()?))
+    let (first, last) = (values.first()?, values.last()?);
+    let start = integer(first)?;
+    let consecutive = values.len() > 1
+        && (0..).zip(values).all(|(i, value)| {
+            start
+                .checked_add(i)
+                .is_some_and(|want| integer(value) == Some(want))
+        });
+    consecutive.then_some((first, last))
 }
 
 /// `plan` under `filters`, if any.
