@@ -237,6 +237,11 @@ impl ScanSource {
                 .await?;
             requests.metrics.statement_wait.add_elapsed(started);
             if !choice.pushed {
+                // Its run-time filters are complete unless it was fetched without waiting.
+                let keep = Keep {
+                    run_time: self.filters.dynamic.clone(),
+                    ..keep
+                };
                 return FetchedParquet {
                     requests,
                     table: Arc::clone(&self.table),
@@ -526,6 +531,7 @@ impl FileOpener for ScanOpener {
         let keep = Keep {
             filter: source.filters.client.clone(),
             output: Arc::clone(&output),
+            run_time: Vec::new(),
         };
         let batches = match (source.mode, source.table.format) {
             (Mode::Fetch, Format::Csv | Format::CsvGzip) => FetchedCsv {

@@ -16,13 +16,15 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::buffer::Buffer;
-use datafusion::arrow::compute::{cast_with_options, CastOptions};
+use datafusion::arrow::compute::{cast_with_options, filter_record_batch, CastOptions};
 use datafusion::arrow::csv::reader::Decoder;
 use datafusion::arrow::csv::ReaderBuilder;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamDecoder;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::common::cast::as_boolean_array;
 use datafusion::common::{DataFusionError, Result as DfResult};
+use datafusion::physical_expr::PhysicalExpr;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::Stream;
@@ -82,19 +84,33 @@ impl Requests {
 }
 
 /// The rows a fetched scan keeps: those that pass its client filter, with the scan's output
-/// columns (the first of those decoded).
+/// columns (the first of those decoded), and of those the rows its joins' run-time filters
+/// let through, where it has them.
 #[derive(Clone)]
 pub(super) struct Keep {
     pub(super) filter: Option<ClientFilter>,
     pub(super) output: SchemaRef,
+    /// The hash joins' run-time filters over the scan's output columns: auto mode's fetched
+    /// Parquet scans, which choose once these are complete. They only prune (each join
+    /// still checks its rows), as in DataFusion's own Parquet scan; rows they drop here
+    /// are rows no join above has to probe.
+    pub(super) run_time: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl Keep {
     pub(super) fn apply(&self, batch: RecordBatch) -> DfResult<RecordBatch> {
-        match &self.filter {
-            Some(filter) => filter.apply(&batch, &self.output),
-            None => Ok(batch),
+        let mut batch = match &self.filter {
+            Some(filter) => filter.apply(&batch, &self.output)?,
+            None => batch,
+        };
+        for filter in &self.run_time {
+            if batch.num_rows() == 0 {
+                break;
+            }
+            let mask = filter.evaluate(&batch)?.into_array(batch.num_rows())?;
+            batch = filter_record_batch(&batch, as_boolean_array(&mask)?)?;
         }
+        Ok(batch)
     }
 }
 
