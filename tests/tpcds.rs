@@ -564,6 +564,12 @@ fn parquet_tables_give_the_csv_results_in_every_mode() {
     check(&paced, "auto over a 40 Mbit/s link");
     let plans = auto_plans(&slow);
     assert!(plans.contains("Join keys read first:"), "{plans}");
+    // q12's dates are a span of `date_dim`'s keys: its join's run-time filter gives the
+    // `web_sales` scan, which waits for it, the bounds a job would read first.
+    assert!(
+        plans.contains("Join keys not read: date_dim.d_date_sk, a range"),
+        "{plans}"
+    );
     let chosen = scans_of(&plans, "");
     assert!(
         chosen

@@ -307,7 +307,19 @@ async fn parts_first(
     };
     let optimized = ctx.state().optimize(&plan)?;
     let narrowed = match sendable(&optimized)? {
-        true => keys::narrow(optimized.clone(), &read_keys, first.key_list_budget).await?,
+        true => {
+            let runs_in = match cluster {
+                Some(_) => keys::RunsIn::Cluster,
+                None => keys::RunsIn::Process,
+            };
+            keys::narrow(
+                optimized.clone(),
+                &read_keys,
+                first.key_list_budget,
+                runs_in,
+            )
+            .await?
+        }
         false => keys::Narrowed::default(),
     };
     let frame = match cluster {

@@ -16,7 +16,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use datafusion::arrow::array::{Array, BooleanArray};
 use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::compute::kernels::cmp;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
@@ -66,6 +68,45 @@ pub(crate) struct ParquetSample {
     table_rows: u64,
     /// For each table column, the compressed bytes of its column chunks over all parts.
     chunk_bytes: Vec<u64>,
+    /// For each table column, how its values run along the sampled rows, which keep the
+    /// table's order.
+    runs: Vec<Run>,
+}
+
+/// How a column's values run along a sample's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// Each value above the one before it, none NULL (and at least two): a key the table
+    /// is sorted by.
+    Increasing,
+    /// Each value at least the one before it, none NULL.
+    NonDecreasing,
+    Unordered,
+}
+
+impl Run {
+    /// How `column`'s values run.
+    fn of(column: &dyn Array) -> Run {
+        let n = column.len();
+        if column.null_count() > 0 {
+            return Run::Unordered;
+        }
+        if n < 2 {
+            // Too few rows to say.
+            return Run::Unordered;
+        }
+        let (before, after) = (column.slice(0, n - 1), column.slice(1, n - 1));
+        let all = |holds: std::result::Result<BooleanArray, _>| {
+            holds.is_ok_and(|holds| holds.true_count() == n - 1)
+        };
+        if all(cmp::lt(&before, &after)) {
+            Run::Increasing
+        } else if all(cmp::lt_eq(&before, &after)) {
+            Run::NonDecreasing
+        } else {
+            Run::Unordered
+        }
+    }
 }
 
 /// What a scan moves when fetched, and what its answer is predicted to be when pushed.
@@ -256,6 +297,30 @@ impl Sample {
         (sampled > 0).then(|| kept as f64 / sampled as f64 * table_rows as f64)
     }
 
+    /// Whether a sampled row passes `where_clause` (the store's SQL): then the table has
+    /// such a row. False when none does or the engine does not run the count.
+    pub(crate) fn keeps_any(&self, where_clause: &str) -> bool {
+        let sql = format!("SELECT COUNT(*) FROM S3Object s WHERE {where_clause}");
+        let kept = match self {
+            Sample::Lines { text, .. } => count(text, &sql, dsdgen()),
+            Sample::Parquet(sample) => count(&sample.file, &sql, InputFormat::Parquet),
+        };
+        kept.is_some_and(|kept| kept > 0)
+    }
+
+    /// Whether, along the sample's rows, the table column `key` increases and `column` never
+    /// decreases: then a range of `column`'s values is held by a range of `key`'s, in a
+    /// table that keeps the order the sample shows (`date_dim` holds its dates in key
+    /// order, so a year, a month or a span of dates is a span of its keys). Known over
+    /// Parquet only; false over text.
+    pub(crate) fn grows_with(&self, key: usize, column: usize) -> bool {
+        let Sample::Parquet(sample) = self else {
+            return false;
+        };
+        let run = |c: usize| sample.runs.get(c).copied().unwrap_or(Run::Unordered);
+        run(key) == Run::Increasing && run(column) != Run::Unordered
+    }
+
     /// What a scan reading the table columns `read` moves when fetched: the whole table's
     /// `table_bytes` when it is text, the columns' chunks when it is Parquet.
     pub(crate) fn fetch_bytes(&self, read: &[usize], table_bytes: u64) -> u64 {
@@ -281,6 +346,7 @@ impl ParquetSample {
                 pieces: Vec::new(),
                 table_rows,
                 chunk_bytes,
+                runs: Vec::new(),
             });
         };
         let all = concat_batches(&first.schema(), pieces).map_err(DataFusionError::from)?;
@@ -293,6 +359,7 @@ impl ParquetSample {
                 .collect::<Result<_>>()?,
             table_rows,
             chunk_bytes,
+            runs: all.columns().iter().map(|c| Run::of(c.as_ref())).collect(),
         })
     }
 
@@ -461,7 +528,7 @@ impl Sink for Discard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int32Array, StringArray};
+    use datafusion::arrow::array::{ArrayRef, Int32Array, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
     #[test]
@@ -556,6 +623,10 @@ mod tests {
         // The keys of one piece say nothing of the rest of the table.
         assert_eq!(kept("s.k < 1000"), Some(0.0));
         assert_eq!(kept("s.k <> "), None);
+        // Whether a sampled row passes, the densest piece counted too.
+        assert!(sample.keeps_any("s.k < 1000"));
+        assert!(!sample.keeps_any("s.k BETWEEN 300 AND 900"));
+        assert!(!sample.keeps_any("s.k <> "));
     }
 
     #[test]
@@ -585,6 +656,53 @@ mod tests {
     /// The pieces of a table of `rows` rows in one row group.
     fn runs_of(rows: u64) -> Vec<std::ops::Range<u64>> {
         piece_runs(rows, 0, rows)
+    }
+
+    #[test]
+    fn columns_grow_with_a_key_the_sample_keeps_in_order() {
+        // A key, a year of it, a day of the week, and a year with a NULL, over two pieces
+        // in the table's order.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, true),
+            Field::new("year", DataType::Int32, true),
+            Field::new("dow", DataType::Int32, true),
+            Field::new("nullable", DataType::Utf8, true),
+        ]));
+        let piece = |keys: std::ops::Range<i32>, nulls: bool| {
+            let year = Int32Array::from_iter_values(keys.clone().map(|k| 2000 + k / 7));
+            let dow = Int32Array::from_iter_values(keys.clone().map(|k| k % 7));
+            let nullable: StringArray = keys
+                .clone()
+                .map(|k| (!nulls || k % 5 != 0).then(|| format!("{:04}", k)))
+                .collect();
+            let keys = Int32Array::from_iter_values(keys);
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(keys),
+                Arc::new(year),
+                Arc::new(dow),
+                Arc::new(nullable),
+            ];
+            RecordBatch::try_new(Arc::clone(&schema), columns).unwrap()
+        };
+        let sample = |pieces: &[RecordBatch]| {
+            Sample::Parquet(ParquetSample::new(pieces, 100_000, vec![0; 4]).unwrap())
+        };
+        let ordered = sample(&[piece(0..50, false), piece(900..950, true)]);
+        assert!(ordered.grows_with(0, 1), "the year grows with the key");
+        assert!(ordered.grows_with(0, 0), "the key with itself");
+        assert!(!ordered.grows_with(0, 2), "the day of the week does not");
+        assert!(
+            !ordered.grows_with(0, 3),
+            "a column with a NULL says nothing"
+        );
+        assert!(!ordered.grows_with(1, 0), "the year repeats: it is no key");
+        // Pieces out of the key's order, a single row, and text say nothing.
+        let swapped = sample(&[piece(900..950, false), piece(0..50, false)]);
+        assert!(!swapped.grows_with(0, 1));
+        assert!(!sample(&[piece(3..4, false)]).grows_with(0, 1));
+        assert!(
+            !Sample::from_pieces([(0, Bytes::from_static(b"1|2000|\n2|2000|\n"))]).grows_with(0, 1)
+        );
     }
 
     #[test]

@@ -220,15 +220,20 @@ impl S3Table {
     /// cannot apply, or when the sample cannot tell.
     pub(crate) fn predicted_rows(&self, filters: &[Expr]) -> Option<f64> {
         let (sample, _) = self.def.auto.as_ref()?;
+        sample.kept_rows(&self.where_clause(filters)?, self.def.estimated_rows)
+    }
+
+    /// `filters` (each one the table takes) as the store's WHERE clause; `None` for a
+    /// filter the store cannot apply.
+    fn where_clause(&self, filters: &[Expr]) -> Option<String> {
         let preds = filters
             .iter()
             .map(|f| self.lowered(f))
             .collect::<Option<Vec<_>>>()?;
-        let clause = match preds.is_empty() {
-            true => "TRUE".to_string(),
-            false => Pred::And(preds).to_sql_in(self.def.naming())?,
-        };
-        sample.kept_rows(&clause, self.def.estimated_rows)
+        match preds.is_empty() {
+            true => Some("TRUE".to_string()),
+            false => Pred::And(preds).to_sql_in(self.def.naming()),
+        }
     }
 
     /// Auto mode over Parquet: whether a scan of the columns `projection` (every column
@@ -249,6 +254,46 @@ impl S3Table {
         };
         columns_read(&self.def.schema, projection, filters)
             .is_ok_and(|read| self.def.fetched_whatever_the_filters(&read))
+    }
+
+    /// Auto mode over Parquet: whether `filters` (each one the table takes) keep the rows of
+    /// a range of the column `key`, and some rows: each is a comparison of a column with a
+    /// value, a range or `IS NOT NULL`, on columns that grow with `key` in the table's
+    /// sample ([`Sample::grows_with`]) — a year, a span of months or of dates of
+    /// `date_dim` — and a sampled row passes them, as a row of the table. False with no
+    /// filter, when no sampled row passes (the rows kept may be none), and in the other
+    /// modes.
+    pub(crate) fn keeps_a_key_range(&self, filters: &[Expr], key: &str) -> bool {
+        let Some((sample, _)) = self.def.auto.as_ref() else {
+            return false;
+        };
+        let index = |name: &str| self.def.schema.index_of(name).ok();
+        let Some(key) = index(key) else {
+            return false;
+        };
+        let mut columns = Vec::new();
+        !filters.is_empty()
+            && filters.iter().all(|f| range_columns(f, &mut columns))
+            && columns
+                .iter()
+                .all(|c| index(c).is_some_and(|c| sample.grows_with(key, c)))
+            && self
+                .where_clause(filters)
+                .is_some_and(|clause| sample.keeps_any(&clause))
+    }
+
+    /// Auto mode over Parquet: whether a scan of the columns `projection` (every column
+    /// when `None`) under `filters` chooses once its run-time filters are known, rather
+    /// than being fetched whole as planned ([`TableDef::scan_mode`]).
+    pub(crate) fn chooses_after_run_time_filters(
+        &self,
+        projection: Option<&[usize]>,
+        filters: &[Expr],
+    ) -> bool {
+        let columns = projection.map_or(self.def.schema.fields().len(), <[usize]>::len);
+        self.def.auto.is_some()
+            && self.def.format == Format::Parquet
+            && self.def.scan_mode(columns, !filters.is_empty()) == Mode::Auto
     }
 
     pub(crate) fn def(&self) -> &Arc<TableDef> {
@@ -585,6 +630,42 @@ impl S3Table {
     }
 }
 
+/// Whether `filter` compares plain columns with values only (`=`, `<`, `<=`, `>`, `>=`,
+/// `BETWEEN`, `IS NOT NULL`, under AND), each of which then keeps a range of its column;
+/// the columns are added to `columns`.
+fn range_columns<'a>(filter: &'a Expr, columns: &mut Vec<&'a str>) -> bool {
+    use datafusion::logical_expr::{Between, BinaryExpr, Operator};
+    let column = |e: &'a Expr| match e {
+        Expr::Column(c) => Some(c.name.as_str()),
+        _ => None,
+    };
+    let value = |e: &Expr| matches!(e, Expr::Literal(v, _) if !v.is_null());
+    let found = match filter {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And => {
+                return range_columns(left, columns) && range_columns(right, columns);
+            }
+            Operator::Eq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq => {
+                match (column(left), column(right)) {
+                    (Some(c), None) if value(right) => Some(c),
+                    (None, Some(c)) if value(left) => Some(c),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        Expr::Between(Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        }) if value(low) && value(high) => column(expr),
+        Expr::IsNotNull(e) => column(e),
+        _ => None,
+    };
+    found.map(|c| columns.push(c)).is_some()
+}
+
 impl TableDef {
     /// How one scan reads: in the table's mode, except that a scan needing every column
     /// under no filter is fetched in every mode. S3 Select would send the whole table back,
@@ -677,4 +758,46 @@ pub fn with_key_statistics(tables: Vec<S3Table>) -> Vec<S3Table> {
         .into_iter()
         .map(|t| t.with_table_rows(&rows))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::{col, lit, Expr};
+
+    use super::range_columns;
+
+    /// The columns `filter` keeps a range of, or `None` when it is not only such ranges.
+    fn ranges(filter: Expr) -> Option<Vec<String>> {
+        let mut columns = Vec::new();
+        range_columns(&filter, &mut columns)
+            .then(|| columns.iter().map(|c| c.to_string()).collect())
+    }
+
+    #[test]
+    fn comparisons_with_values_are_ranges_of_their_columns() {
+        let year = || col("d_year");
+        assert_eq!(ranges(year().eq(lit(2000))), Some(vec!["d_year".into()]));
+        assert_eq!(ranges(lit(2000).lt_eq(year())), Some(vec!["d_year".into()]));
+        assert_eq!(
+            ranges(col("d_month_seq").between(lit(1200), lit(1211))),
+            Some(vec!["d_month_seq".into()])
+        );
+        assert_eq!(
+            ranges(year().eq(lit(2001)).and(col("d_qoy").eq(lit(2)))),
+            Some(vec!["d_year".into(), "d_qoy".into()])
+        );
+        assert_eq!(ranges(year().is_not_null()), Some(vec!["d_year".into()]));
+        // Lists, other columns, NULL, negations, OR and functions keep no single range.
+        for filter in [
+            year().in_list(vec![lit(1999), lit(2001)], false),
+            year().eq(col("d_moy")),
+            year().eq(lit(datafusion::common::ScalarValue::Int32(None))),
+            year().not_eq(lit(2000)),
+            col("d_month_seq").not_between(lit(1200), lit(1211)),
+            year().eq(lit(2000)).or(year().eq(lit(2002))),
+            (year() + lit(1)).eq(lit(2001)),
+        ] {
+            assert_eq!(ranges(filter.clone()), None, "{filter}");
+        }
+    }
 }
