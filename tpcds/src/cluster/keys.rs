@@ -41,9 +41,9 @@
 //! process it also leaves out a job whose source keeps a range of keys (a span of dates)
 //! where every side's scan of the key chooses once its join's run-time filter is known
 //! ([`keeps_a_key_range`], [`bounds_reach`]): that filter's bounds say what the job's range
-//! would, and the round before the statement would buy nothing (TPC-DS q12, q92, q1 over
-//! Parquet ran 0.75–0.95× of fetch with it). Where a side's scan is fetched whole as
-//! planned (q21's `inventory`), the job runs.
+//! would, and the round before the statement would buy nothing. Where a side's scan is
+//! fetched whole as planned (q21's `inventory`), or no sampled row of the source passes its
+//! filter (an empty source, whose job empties the plan before it runs), the job runs.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,10 +138,9 @@ struct Wanted {
     keys: KeysOf,
     /// Whether one of the sides it narrows has a scan its list can help.
     helps: bool,
-    /// Whether the joins' run-time filters narrow every side as its list would: the source
-    /// keeps a range of keys, and each side's scan of the key chooses once the filter of
-    /// its join is known ([`bounds_reach`]).
-    bounds_do: bool,
+    /// Whether each side's scan of the key chooses once the run-time filter of its join is
+    /// known ([`bounds_reach`]); in one process only.
+    bounds_reach: bool,
 }
 
 /// `plan` (optimized) with each filtered dimension's keys read first and put as filters on
@@ -163,12 +162,10 @@ pub(crate) async fn narrow<'a>(
                 let at = match wanted.iter().position(|w| w.keys == narrowing.keys) {
                     Some(at) => at,
                     None => {
-                        let bounds_do =
-                            runs_in == RunsIn::Process && keeps_a_key_range(&narrowing.keys)?;
                         wanted.push(Wanted {
                             keys: narrowing.keys,
                             helps: false,
-                            bounds_do,
+                            bounds_reach: runs_in == RunsIn::Process,
                         });
                         wanted.len() - 1
                     }
@@ -178,17 +175,17 @@ pub(crate) async fn narrow<'a>(
                 if !wants.helps {
                     wants.helps = !side_fetched_whatever(side)?;
                 }
-                if wants.bounds_do {
-                    wants.bounds_do = bounds_reach(side, &narrowing.key.name)?;
+                if wants.bounds_reach {
+                    wants.bounds_reach = bounds_reach(side, &narrowing.key.name)?;
                 }
             }
         }
         Ok(TreeNodeRecursion::Continue)
     })?;
     // Left out in auto mode: a job whose lists would narrow only small fetched scans, one
-    // whose work the joins' run-time filters do, and one whose source is predicted to
-    // answer too many rows. A job whose rows cannot be predicted runs, as in the other
-    // modes.
+    // whose work the joins' run-time filters do (its source, asked last as it counts over
+    // the sample, keeps a range of keys), and one whose source is predicted to answer too
+    // many rows. A job whose rows cannot be predicted runs, as in the other modes.
     let mut not_read = Vec::new();
     let wanted: Vec<KeysOf> = wanted
         .into_iter()
@@ -202,7 +199,7 @@ pub(crate) async fn narrow<'a>(
                 ));
                 return None;
             }
-            if wants.bounds_do {
+            if wants.bounds_reach && keeps_a_key_range(&keys).unwrap_or(false) {
                 not_read.push(format!(
                     "Join keys not read: {}, a range, which its joins' run-time filters give \
                      the scans it narrows as bounds\n",
