@@ -18,11 +18,17 @@
 //! element ([`Kernel::Rows`]): the leaf's column path emptied, so that it reads each
 //! element as the row path would read that column, made the value the row path makes of
 //! it. The leaves that TPC-DS-like filters are made of have typed kernels instead — integer
-//! and decimal columns against numeric constants, strings against strings and lists of
-//! them, dates against timestamps, IS [NOT] NULL of flat columns — tested against it. No
-//! compiled leaf can fail, so evaluating every leaf on every row (where the row path stops
-//! at AND's first false) gives the same answers; AND and OR skip their right side only for
-//! a batch whose left side alone decides every row (false for AND, true for OR).
+//! and decimal columns against numeric constants (the comparisons of one column ANDed
+//! folded into one range test), strings against strings and lists of them, dates against
+//! timestamps, IS [NOT] NULL of flat columns — tested against it. No compiled leaf can
+//! fail, so evaluating every leaf on every row (where the row path stops at AND's first
+//! false) gives the same answers; AND and OR skip their right side only for a batch whose
+//! left side alone decides every row (false for AND, true for OR).
+//!
+//! One predicate. The whole clause is one row filter over all its columns, not its
+//! conjuncts one after another (q28's `ss_quantity` range, then its price ranges over the
+//! rows it keeps): a later conjunct's columns would be decoded at the scattered rows the
+//! earlier ones keep, which costs the parquet crate more than testing every row.
 //!
 //! Dates. The row path reads a Date32 value as the instant of its midnight UTC and compares
 //! instants, so a comparison with a timestamp constant is one with a whole number of days:
@@ -82,6 +88,14 @@ enum Kernel {
     /// (over 38 digits) is left to `rows`, the leaf for the row evaluator.
     Decimals {
         conds: Box<[(CmpOp, i128)]>,
+        rows: Box<CExpr>,
+    },
+    /// A Decimal128 column of scale ≥ 0 within `lo..=hi` (`lo <= hi`), the bounds at the
+    /// column's scale: comparisons other than `<>` folded, as for [`Kernel::IntRange`], one
+    /// test per value. `rows` as for [`Kernel::Decimals`].
+    DecimalRange {
+        lo: i128,
+        hi: i128,
         rows: Box<CExpr>,
     },
     /// `IS NULL` (`IS NOT NULL` when `negated`) of a column of a flat type: the column's
@@ -229,6 +243,21 @@ fn one_test(a: &Test, b: &Test, and: bool) -> Option<Test> {
                 hi: *h1.min(h2),
             }
         }
+        (
+            Kernel::DecimalRange {
+                lo: l1,
+                hi: h1,
+                rows: r1,
+            },
+            Kernel::DecimalRange {
+                lo: l2,
+                hi: h2,
+                rows: r2,
+            },
+        ) if and => decimal_range(
+            (*l1.max(l2), *h1.min(h2)),
+            CExpr::And(r1.clone(), r2.clone()),
+        ),
         _ => return None,
     };
     Some(Test::Leaf { root: *r1, kernel })
@@ -370,9 +399,12 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
                 .into_iter()
                 .map(|(op, k)| Some((op, at_scale(k, scale)?)))
                 .collect::<Option<Box<[_]>>>()
-                .map(|conds| Kernel::Decimals {
-                    conds,
-                    rows: Box::new(as_row(leaf)),
+                .map(|conds| match fold_range(conds.iter().copied()) {
+                    Some(range) => decimal_range(range, as_row(leaf)),
+                    None => Kernel::Decimals {
+                        conds,
+                        rows: Box::new(as_row(leaf)),
+                    },
                 })
         }
         DataType::Utf8 => match consts.as_slice() {
@@ -383,11 +415,12 @@ fn typed_kernel(leaf: &CExpr, ty: &DataType) -> Option<Kernel> {
     }
 }
 
-/// Integer comparisons that all hold as one range, when none of them is `<>`.
-fn int_range(conds: &[(CmpOp, i64)]) -> Option<Kernel> {
-    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
-    let empty = Kernel::IntRange { lo: 1, hi: 0 };
-    for &(op, k) in conds {
+/// Comparisons that all hold as one range `lo..=hi` of integers (empty when `lo > hi`),
+/// when none of them is `<>`.
+fn fold_range(conds: impl IntoIterator<Item = (CmpOp, i128)>) -> Option<(i128, i128)> {
+    let (mut lo, mut hi) = (i128::MIN, i128::MAX);
+    let empty = (1, 0);
+    for (op, k) in conds {
         match op {
             CmpOp::Eq => (lo, hi) = (lo.max(k), hi.min(k)),
             CmpOp::GtEq => lo = lo.max(k),
@@ -403,7 +436,35 @@ fn int_range(conds: &[(CmpOp, i64)]) -> Option<Kernel> {
             CmpOp::NotEq => return None,
         }
     }
-    Some(Kernel::IntRange { lo, hi })
+    Some((lo, hi))
+}
+
+/// Integer comparisons that all hold as one range, when none of them is `<>`.
+fn int_range(conds: &[(CmpOp, i64)]) -> Option<Kernel> {
+    let (lo, hi) = fold_range(conds.iter().map(|&(op, k)| (op, i128::from(k))))?;
+    // Every value is an i64: bounds past its ends narrow to them, and a range wholly past
+    // them holds nothing.
+    let (lo, hi) = (lo.max(i64::MIN.into()), hi.min(i64::MAX.into()));
+    Some(match (i64::try_from(lo), i64::try_from(hi)) {
+        (Ok(lo), Ok(hi)) => Kernel::IntRange { lo, hi },
+        _ => Kernel::IntRange { lo: 1, hi: 0 },
+    })
+}
+
+/// The decimal kernel for values in `lo..=hi`; for an empty range, a comparison no value
+/// meets (the range kernel's one test needs `lo <= hi`).
+fn decimal_range((lo, hi): (i128, i128), rows: CExpr) -> Kernel {
+    if lo > hi {
+        return Kernel::Decimals {
+            conds: [(CmpOp::Lt, i128::MIN)].into(),
+            rows: Box::new(rows),
+        };
+    }
+    Kernel::DecimalRange {
+        lo,
+        hi,
+        rows: Box::new(rows),
+    }
 }
 
 /// `k` as days since 1970-01-01 when it is a midnight UTC, the instant a Date32 value is
@@ -518,13 +579,27 @@ impl Kernel {
                 let a = array
                     .as_primitive_opt::<Decimal128Type>()
                     .ok_or_else(mismatch)?;
-                let v = a.values();
-                if v.iter().any(|x| x.unsigned_abs() >= DECIMAL_LIMIT) {
+                let v = &a.values()[..n];
+                if !decimals_in_limit(v) {
                     return rows_truth(rows, array);
                 }
                 let values = BooleanBuffer::collect_bool(n, |i| {
                     conds.iter().all(|&(op, k)| cmp(op, v[i], k))
                 });
+                Ok(Truth::known(values, array.nulls()))
+            }
+            Kernel::DecimalRange { lo, hi, rows } => {
+                let a = array
+                    .as_primitive_opt::<Decimal128Type>()
+                    .ok_or_else(mismatch)?;
+                let v = &a.values()[..n];
+                if !decimals_in_limit(v) {
+                    return rows_truth(rows, array);
+                }
+                // `lo <= x <= hi` as one unsigned comparison of the distance from `lo`.
+                let width = hi.wrapping_sub(*lo) as u128;
+                let values =
+                    BooleanBuffer::collect_bool(n, |i| (v[i].wrapping_sub(*lo) as u128) <= width);
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::IsNull { negated } => {
@@ -554,21 +629,35 @@ impl Kernel {
     }
 }
 
+/// Whether every value is one the row path reads as a DECIMAL (NULLs' slots included).
+/// Decimals written as INT32 or INT64, as most are, lie far inside the limit: a test of
+/// each value's high word, without a branch, settles them, and only a batch that fails
+/// it is compared value by value.
+fn decimals_in_limit(v: &[i128]) -> bool {
+    // |x| < 2^126 < 10^38 exactly when bits 126 and 127 of x agree.
+    let small = |x: &i128| {
+        let high = (*x >> 64) as i64;
+        (high >> 62) == (high >> 63)
+    };
+    v.iter().fold(true, |all, x| all & small(x))
+        || v.iter().all(|x| x.unsigned_abs() < DECIMAL_LIMIT)
+}
+
 /// `holds` of each value of an Int32, Int64 or Date32 array (NULLs' slots included); `None`
 /// for an array of another type.
 fn int_test(array: &ArrayRef, holds: impl Fn(i64) -> bool) -> Option<BooleanBuffer> {
     let n = array.len();
     Some(match array.data_type() {
         DataType::Int32 => {
-            let v = array.as_primitive_opt::<Int32Type>()?.values();
+            let v = &array.as_primitive_opt::<Int32Type>()?.values()[..n];
             BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
         }
         DataType::Date32 => {
-            let v = array.as_primitive_opt::<Date32Type>()?.values();
+            let v = &array.as_primitive_opt::<Date32Type>()?.values()[..n];
             BooleanBuffer::collect_bool(n, |i| holds(i64::from(v[i])))
         }
         DataType::Int64 => {
-            let v = array.as_primitive_opt::<Int64Type>()?.values();
+            let v = &array.as_primitive_opt::<Int64Type>()?.values()[..n];
             BooleanBuffer::collect_bool(n, |i| holds(v[i]))
         }
         _ => return None,
@@ -712,7 +801,9 @@ mod tests {
             ("s.id BETWEEN 3 AND 9", "IntRange"),
             ("s.id <> 3", "Ints"),
             ("s.id IN (1, 5, 3, 5)", "IntSet"),
-            ("s.price >= 10.00 AND 20 >= s.price", "Decimals"),
+            ("s.price >= 10.00 AND 20 >= s.price", "DecimalRange"),
+            ("s.price BETWEEN 1 AND 2.5", "DecimalRange"),
+            ("s.price <> 10.00", "Decimals"),
             ("s.name = 'ab'", "Text"),
             ("s.name IN ('b', 'ab', '')", "TextSet"),
             ("s.name IN ('b', 1)", "Rows"),
@@ -798,6 +889,85 @@ mod tests {
             "{}",
             kernels(&f)
         );
+    }
+
+    /// Values past 38 digits are FLOATs to the row path; a batch holding one is left to it,
+    /// and one whose values pass only the exact test (between 2^126 and 10^38) is not.
+    #[test]
+    fn decimals_past_38_digits_are_left_to_the_rows() {
+        let schema = Schema::new(vec![Field::new("big", DataType::Decimal128(38, 0), true)]);
+        let limit = 10i128.pow(38);
+        let batches = [
+            vec![Some(0), Some(5), Some(limit - 1), Some(-(limit - 1)), None],
+            vec![Some(5), Some(1 << 126), Some(-(1 << 126) - 1), None],
+            vec![
+                Some(5),
+                Some(limit),
+                Some(-limit),
+                Some(i128::MAX),
+                Some(i128::MIN),
+            ],
+        ];
+        let fits = batches.iter().map(|b| {
+            let v: Vec<i128> = b.iter().map(|x| x.unwrap_or(0)).collect();
+            decimals_in_limit(&v)
+        });
+        assert_eq!(fits.collect::<Vec<_>>(), [true, true, false]);
+        for sql in [
+            "s.big > 5",
+            "s.big BETWEEN 1 AND 99999999999999999999999999999999999999",
+            "s.big >= -5 AND s.big < 6",
+            "s.big <> 5",
+            "s.big > 7 AND s.big < 6",
+        ] {
+            let e = filter_of(sql);
+            let fast = ColumnFilter::compile(&e, &schema).unwrap();
+            let reference = ColumnFilter::compile_reference(&e, &schema).unwrap();
+            for values in &batches {
+                let array = values
+                    .iter()
+                    .copied()
+                    .collect::<Decimal128Array>()
+                    .with_precision_and_scale(38, 0)
+                    .unwrap();
+                let b =
+                    RecordBatch::try_new(Arc::new(schema.clone()), vec![Arc::new(array)]).unwrap();
+                assert_eq!(
+                    truths(&fast, &b),
+                    truths(&reference, &b),
+                    "{sql} {values:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn decimal_comparisons_fold_into_one_range() {
+        use CmpOp::*;
+        assert_eq!(
+            fold_range([(GtEq, 100), (LtEq, 900), (Gt, 200)]),
+            Some((201, 900))
+        );
+        assert_eq!(fold_range([(Gt, i128::MAX)]), Some((1, 0)));
+        assert_eq!(fold_range([(Lt, 5), (NotEq, 3)]), None);
+        for (sql, ranges) in [
+            ("s.price >= 1.50 AND s.price <= 2", 1),
+            (
+                "(s.price >= 1 AND s.price <= 2) OR (s.price > 3 AND s.price < 4)",
+                2,
+            ),
+            ("s.price >= 1 AND s.qty <= 2", 1),
+        ] {
+            let f = ColumnFilter::compile(&filter_of(sql), &schema()).unwrap();
+            assert_eq!(
+                kernels(&f).matches("DecimalRange").count(),
+                ranges,
+                "{sql}: {}",
+                kernels(&f)
+            );
+        }
+        let f = ColumnFilter::compile(&filter_of("s.price BETWEEN 1.5 AND 2"), &schema()).unwrap();
+        assert!(kernels(&f).contains("lo: 150, hi: 200"), "{}", kernels(&f));
     }
 
     #[test]
