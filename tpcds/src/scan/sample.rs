@@ -20,8 +20,11 @@ use datafusion::arrow::array::{Array, BooleanArray};
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::compute::kernels::cmp;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::DataFusionError;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection,
+};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 use sift_engine::{
@@ -144,6 +147,17 @@ impl Sample {
             object_start = object_end;
         }
         Ok(Sample::from_pieces(pieces))
+    }
+
+    /// The Parquet sample made of `pieces` (rows of one schema, in the table's order), of a
+    /// table of `table_rows` rows whose column chunks take `chunk_bytes`.
+    #[cfg(test)]
+    pub(crate) fn of_parquet_pieces(
+        pieces: &[RecordBatch],
+        table_rows: u64,
+        chunk_bytes: Vec<u64>,
+    ) -> Sample {
+        Sample::Parquet(ParquetSample::new(pieces, table_rows, chunk_bytes).expect("a sample"))
     }
 
     /// The sample made of `pieces`: byte ranges of the table's objects, each with the
@@ -320,6 +334,20 @@ impl Sample {
         run(key) == Run::Increasing && run(column) != Run::Unordered
     }
 
+    /// Whether, along the sample's rows, the table column `key` increases and the values of
+    /// `columns` never decrease taken together, compared column by column in that order
+    /// (the first that differs decides), none NULL: then rows whose first columns equal
+    /// values and whose last lies in a range hold a range of `key`'s values (a quarter of
+    /// `date_dim`'s years, `d_year` then `d_qoy`). Known over Parquet only; false over text.
+    pub(crate) fn grows_in_order_with(&self, key: usize, columns: &[usize]) -> bool {
+        let Sample::Parquet(sample) = self else {
+            return false;
+        };
+        sample.runs.get(key) == Some(&Run::Increasing)
+            && !columns.is_empty()
+            && sample.in_order(columns).unwrap_or(false)
+    }
+
     /// What a scan reading the table columns `read` moves when fetched: the whole table's
     /// `table_bytes` when it is text, the columns' chunks when it is Parquet.
     pub(crate) fn fetch_bytes(&self, read: &[usize], table_bytes: u64) -> u64 {
@@ -360,6 +388,42 @@ impl ParquetSample {
             chunk_bytes,
             runs: all.columns().iter().map(|c| Run::of(c.as_ref())).collect(),
         })
+    }
+
+    /// Whether the sampled rows' values of `columns`, taken together in that order, never
+    /// decrease, none NULL; `None` when they cannot be read or compared.
+    fn in_order(&self, columns: &[usize]) -> Option<bool> {
+        let builder = ParquetRecordBatchReaderBuilder::try_new(self.file.clone()).ok()?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+        let batches = builder
+            .with_projection(mask)
+            .build()
+            .ok()?
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .ok()?;
+        let schema = batches.first()?.schema();
+        let read = concat_batches(&schema, &batches).ok()?;
+        // The reader gives the columns in the file's order; the tuple takes them in
+        // `columns`'.
+        let mut in_file = columns.to_vec();
+        in_file.sort_unstable();
+        in_file.dedup();
+        let arrays = columns
+            .iter()
+            .map(|c| Some(Arc::clone(read.column(in_file.binary_search(c).ok()?))))
+            .collect::<Option<Vec<_>>>()?;
+        if arrays.iter().any(|a| a.null_count() > 0) {
+            return Some(false);
+        }
+        let fields = arrays
+            .iter()
+            .map(|a| SortField::new(a.data_type().clone()))
+            .collect();
+        let rows = RowConverter::new(fields)
+            .ok()?
+            .convert_columns(&arrays)
+            .ok()?;
+        Some((1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i)))
     }
 
     /// The bytes `sql` answers, as `results` ask, over the whole table, from its answer
@@ -702,6 +766,19 @@ mod tests {
         assert!(
             !Sample::from_pieces([(0, Bytes::from_static(b"1|2000|\n2|2000|\n"))]).grows_with(0, 1)
         );
+        // The year, then the day of the week, grow together (a week of a year is a span
+        // of days); the day, then the year, do not; a column with a NULL says nothing.
+        assert!(ordered.grows_in_order_with(0, &[1, 2]));
+        assert!(ordered.grows_in_order_with(0, &[1]));
+        assert!(!ordered.grows_in_order_with(0, &[2, 1]));
+        assert!(!ordered.grows_in_order_with(0, &[2]));
+        assert!(!ordered.grows_in_order_with(0, &[1, 3]));
+        assert!(
+            !ordered.grows_in_order_with(1, &[1, 2]),
+            "the year is no key"
+        );
+        assert!(!swapped.grows_in_order_with(0, &[1, 2]));
+        assert!(!ordered.grows_in_order_with(0, &[]));
     }
 
     #[test]

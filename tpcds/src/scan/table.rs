@@ -257,12 +257,16 @@ impl S3Table {
     }
 
     /// Auto mode over Parquet: whether `filters` (each one the table takes) keep the rows of
-    /// a range of the column `key`, and some rows: each is a comparison of a column with a
-    /// value, a range or `IS NOT NULL`, on columns that grow with `key` in the table's
-    /// sample ([`Sample::grows_with`]) — a year, a span of months or of dates of
-    /// `date_dim` — and a sampled row passes them, as a row of the table. False with no
-    /// filter, when no sampled row passes (the rows kept may be none), and in the other
-    /// modes.
+    /// a range of the column `key`, and some rows. Each filter is a comparison of a column
+    /// with a value, a range or `IS NOT NULL`, and in the table's sample either every
+    /// column they name grows with `key` ([`Sample::grows_with`]: a year, a span of months
+    /// or of dates of `date_dim`), or the columns held to one value each, then the one
+    /// held to a range, grow with `key` taken together, in some order
+    /// ([`Sample::grows_in_order_with`]: a year's quarter, `d_year` then `d_qoy`; half an
+    /// hour of `time_dim`, `t_hour` then `t_minute`), for rows equal in their first
+    /// columns and in a range in the last are neighbours in that order. And a sampled row
+    /// passes them, as a row of the table. False with no filter, when no sampled row passes
+    /// (the rows kept may be none), and in the other modes.
     pub(crate) fn keeps_a_key_range(&self, filters: &[Expr], key: &str) -> bool {
         let Some((sample, _)) = self.def.auto.as_ref() else {
             return false;
@@ -271,12 +275,22 @@ impl S3Table {
         let Some(key) = index(key) else {
             return false;
         };
-        let mut columns = Vec::new();
-        !filters.is_empty()
-            && filters.iter().all(|f| range_columns(f, &mut columns))
-            && columns
+        let mut named = Vec::new();
+        if filters.is_empty() || !filters.iter().all(|f| range_columns(f, &mut named)) {
+            return false;
+        }
+        let Some(held) = named
+            .iter()
+            .map(|&(c, how)| Some((index(c)?, how)))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return false;
+        };
+        let each_grows = held.iter().all(|&(c, _)| sample.grows_with(key, c));
+        (each_grows
+            || orders_of_a_range(key, &held)
                 .iter()
-                .all(|c| index(c).is_some_and(|c| sample.grows_with(key, c)))
+                .any(|columns| sample.grows_in_order_with(key, columns)))
             && self
                 .where_clause(filters)
                 .is_some_and(|clause| sample.keeps_any(&clause))
@@ -630,10 +644,62 @@ impl S3Table {
     }
 }
 
+/// How a comparison with values holds its column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// To one value (`=`).
+    One,
+    /// To a range (`<`, `<=`, `>`, `>=`, `BETWEEN`).
+    Range,
+    /// To its values (`IS NOT NULL`).
+    NotNull,
+}
+
+/// The orders of columns in which, taken together, they must grow with `key` for the
+/// comparisons `held` to keep a range of it: those held to one value, in any order, then
+/// the one held to a range, if any. `IS NOT NULL` of the key, which has no NULLs when it
+/// grows, holds nothing. None when two columns are held to ranges, and none tried for
+/// more than three columns held to one value each.
+fn orders_of_a_range(key: usize, held: &[(usize, Held)]) -> Vec<Vec<usize>> {
+    let mut one: Vec<usize> = Vec::new();
+    let mut range: Vec<usize> = Vec::new();
+    for &(c, how) in held {
+        match how {
+            Held::NotNull if c == key => {}
+            Held::One => one.push(c),
+            Held::Range | Held::NotNull => range.push(c),
+        }
+    }
+    for columns in [&mut one, &mut range] {
+        columns.sort_unstable();
+        columns.dedup();
+    }
+    one.retain(|c| !range.contains(c));
+    if range.len() > 1 || one.len() > 3 {
+        return Vec::new();
+    }
+    let mut orders = vec![Vec::new()];
+    for _ in 0..one.len() {
+        orders = orders
+            .into_iter()
+            .flat_map(|order: Vec<usize>| {
+                one.iter()
+                    .filter(|c| !order.contains(c))
+                    .map(|&c| [order.as_slice(), &[c]].concat())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    for order in &mut orders {
+        order.extend(&range);
+    }
+    orders
+}
+
 /// Whether `filter` compares plain columns with values only (`=`, `<`, `<=`, `>`, `>=`,
 /// `BETWEEN`, `IS NOT NULL`, under AND), each of which then keeps a range of its column;
-/// the columns are added to `columns`.
-fn range_columns<'a>(filter: &'a Expr, columns: &mut Vec<&'a str>) -> bool {
+/// the columns are added to `columns` with how each comparison holds its column.
+fn range_columns<'a>(filter: &'a Expr, columns: &mut Vec<(&'a str, Held)>) -> bool {
     use datafusion::logical_expr::{Between, BinaryExpr, Operator};
     let column = |e: &'a Expr| match e {
         Expr::Column(c) => Some(c.name.as_str()),
@@ -646,9 +712,13 @@ fn range_columns<'a>(filter: &'a Expr, columns: &mut Vec<&'a str>) -> bool {
                 return range_columns(left, columns) && range_columns(right, columns);
             }
             Operator::Eq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq => {
+                let how = match op {
+                    Operator::Eq => Held::One,
+                    _ => Held::Range,
+                };
                 match (column(left), column(right)) {
-                    (Some(c), None) if value(right) => Some(c),
-                    (None, Some(c)) if value(left) => Some(c),
+                    (Some(c), None) if value(right) => Some((c, how)),
+                    (None, Some(c)) if value(left) => Some((c, how)),
                     _ => None,
                 }
             }
@@ -659,8 +729,8 @@ fn range_columns<'a>(filter: &'a Expr, columns: &mut Vec<&'a str>) -> bool {
             negated: false,
             low,
             high,
-        }) if value(low) && value(high) => column(expr),
-        Expr::IsNotNull(e) => column(e),
+        }) if value(low) && value(high) => column(expr).map(|c| (c, Held::Range)),
+        Expr::IsNotNull(e) => column(e).map(|c| (c, Held::NotNull)),
         _ => None,
     };
     found.map(|c| columns.push(c)).is_some()
@@ -764,13 +834,48 @@ pub fn with_key_statistics(tables: Vec<S3Table>) -> Vec<S3Table> {
 mod tests {
     use datafusion::logical_expr::{col, lit, Expr};
 
-    use super::range_columns;
+    use super::{orders_of_a_range, range_columns, Held};
 
     /// The columns `filter` keeps a range of, or `None` when it is not only such ranges.
     fn ranges(filter: Expr) -> Option<Vec<String>> {
         let mut columns = Vec::new();
         range_columns(&filter, &mut columns)
-            .then(|| columns.iter().map(|c| c.to_string()).collect())
+            .then(|| columns.iter().map(|(c, _)| c.to_string()).collect())
+    }
+
+    #[test]
+    fn columns_held_to_one_value_come_before_the_one_held_to_a_range() {
+        let held = |filter: Expr| {
+            let mut columns = Vec::new();
+            assert!(range_columns(&filter, &mut columns));
+            columns.into_iter().map(|(_, how)| how).collect::<Vec<_>>()
+        };
+        let year = || col("d_year");
+        assert_eq!(
+            held(year().eq(lit(2000)).and(col("d_qoy").lt(lit(4)))),
+            [Held::One, Held::Range]
+        );
+        assert_eq!(held(year().between(lit(1), lit(2))), [Held::Range]);
+        assert_eq!(held(year().is_not_null()), [Held::NotNull]);
+        use Held::*;
+        // Key 0; a quarter of a year, the key not NULL: the year, then the quarter.
+        assert_eq!(
+            orders_of_a_range(0, &[(1, One), (2, One), (0, NotNull)]),
+            [vec![1, 2], vec![2, 1]]
+        );
+        assert_eq!(
+            orders_of_a_range(0, &[(1, One), (2, Range), (2, Range)]),
+            [vec![1, 2]]
+        );
+        // A column held to a value and to a range is one of a range.
+        assert_eq!(orders_of_a_range(0, &[(2, One), (2, Range)]), [vec![2]]);
+        assert!(orders_of_a_range(0, &[(1, Range), (2, Range)]).is_empty());
+        assert!(orders_of_a_range(0, &[(1, Range), (3, NotNull)]).is_empty());
+        assert_eq!(
+            orders_of_a_range(0, &[(1, One), (2, One), (3, One)]).len(),
+            6
+        );
+        assert!(orders_of_a_range(0, &[(1, One), (2, One), (3, One), (4, One)]).is_empty());
     }
 
     #[test]
