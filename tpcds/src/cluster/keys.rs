@@ -15,9 +15,10 @@
 //! [`super::subqueries`]), a statement's filtered dimensions answer first with their join
 //! keys, as jobs of their own: for an equi-join whose one side (the *source*) joins
 //! nothing and has a filter, `SELECT key FROM source` runs (NULL keys left out, at most
-//! [`MAX_ROWS`]` + 1` rows answered, so that it stops early), and when the keys are at most
-//! [`MAX_VALUES`] distinct values the other side gets `key IN (v1, …)` as a filter on top
-//! (`key BETWEEN first AND last` when they are consecutive integers, as a date range's are).
+//! [`MAX_ROWS`]` + 1` rows answered, so that it stops early), and the other side gets as a
+//! filter on top `key BETWEEN first AND last` when the keys are consecutive integers, as a
+//! date range's are, however many; otherwise `key IN (v1, …)` when they are at most
+//! [`MAX_VALUES`] distinct values.
 //! The optimizer's filter pushdown then takes that filter down through the other side's
 //! joins to the scan that reads the key, which lowers it into its S3 Select SQL at planning
 //! time — standard SQL, as any store takes. In one process only the few rules that do so run
@@ -36,7 +37,8 @@
 //! dimension again) and one round of jobs before the statement; an empty source makes the
 //! filter `false`, and the optimizer then leaves out what cannot give a row. Auto mode
 //! leaves out a job whose source its table's sample predicts to keep more rows than a job
-//! answers ([`predicted_over`]), or whose lists would narrow only sides of Parquet scans too
+//! answers, or more distinct keys than a list carries that are no range
+//! ([`predicted_over`]), or whose lists would narrow only sides of Parquet scans too
 //! small for a select to pay ([`side_fetched_whatever`]), and the plans say so. In one
 //! process it also leaves out a job whose source keeps a range of keys (a span of dates)
 //! where every side's scan of the key chooses once its join's run-time filter is known
@@ -308,12 +310,14 @@ pub(crate) fn already_optimized(state: SessionState) -> SessionState {
 }
 
 /// In auto mode, a line saying why the job reading `keys` is left out when its source's
-/// sample predicts more than [`MAX_ROWS`] rows: its answer would be dropped, and reading it
-/// costs a round before the statement and a scan of the table on the store (at SF 1, three
-/// of TPC-DS q85's four jobs, two of them over `web_sales`). `None` when the job runs: its
-/// rows are predicted to fit, or nothing predicts them (the other modes, which have no
-/// sample; gzip text; a source with a filter the store cannot apply, which DataFusion keeps
-/// above the scan).
+/// sample predicts its answer would be dropped: more than [`MAX_ROWS`] rows, or more than
+/// [`MAX_VALUES`] of a key no two rows share (increasing along the sample) and not a range
+/// of it ([`S3Table::keeps_a_key_range`]). Reading it would cost a round before the
+/// statement and a scan of the table on the store for nothing (at SF 1, three of TPC-DS
+/// q85's four jobs, two of them over `web_sales`; q30's 1.7 K addresses in one state).
+/// `None` when the job runs: its keys are predicted to fit, or nothing predicts them (the
+/// other modes, which have no sample; gzip text; a source with a filter the store cannot
+/// apply, which DataFusion keeps above the scan).
 fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
     let Some(scan) = source_scan(keys) else {
         return Ok(None);
@@ -322,18 +326,25 @@ fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
     let Some(table) = provider.downcast_ref::<S3Table>() else {
         return Ok(None);
     };
-    Ok(table
-        .predicted_rows(&scan.filters)
-        .filter(|&rows| rows > MAX_ROWS as f64)
-        .map(|rows| {
-            format!(
-                "Join keys not read: {}.{}, its filter predicted to keep ~{rows:.0} of {} rows \
-                 (a job answers at most {MAX_ROWS})\n",
-                table.name(),
-                keys.key.name,
-                table.estimated_rows()
-            )
-        }))
+    let Some(rows) = table.predicted_rows(&scan.filters) else {
+        return Ok(None);
+    };
+    let (name, key) = (table.name(), &keys.key.name);
+    if rows > MAX_ROWS as f64 {
+        return Ok(Some(format!(
+            "Join keys not read: {name}.{key}, its filter predicted to keep ~{rows:.0} of {} \
+             rows (a job answers at most {MAX_ROWS})\n",
+            table.estimated_rows()
+        )));
+    }
+    let distinct = table.is_increasing(key);
+    if rows > MAX_VALUES as f64 && distinct && !table.keeps_a_key_range(&scan.filters, key) {
+        return Ok(Some(format!(
+            "Join keys not read: {name}.{key}, its filter predicted to keep ~{rows:.0} distinct \
+             keys, not a range (a list carries at most {MAX_VALUES})\n"
+        )));
+    }
+    Ok(None)
 }
 
 /// The table scan `keys.source` reads, when it is a plain one: renamed and projected
@@ -509,8 +520,8 @@ fn is_filtered_dimension(plan: &LogicalPlan) -> DfResult<bool> {
 }
 
 /// The distinct non-NULL values of `keys.key` in `keys.source`, sorted, or `None` when
-/// there are more than [`MAX_VALUES`] (or the source has more than [`MAX_ROWS`] rows with
-/// one). The job asks for rows, not for distinct values: a limit on rows stops each task's
+/// there are more than [`MAX_VALUES`] that are not a range (or the source has more than
+/// [`MAX_ROWS`] rows with one): a range is sent as its ends (`key_filter`), however long. The job asks for rows, not for distinct values: a limit on rows stops each task's
 /// scan once it is met, where a DISTINCT's partial aggregation reads every row the filter
 /// keeps before the limit applies. The client removes the repeats.
 async fn distinct_keys<'a>(
@@ -529,7 +540,7 @@ async fn distinct_keys<'a>(
     }
     values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     values.dedup();
-    Ok((values.len() <= MAX_VALUES).then_some(values))
+    Ok((values.len() <= MAX_VALUES || as_range(&values).is_some()).then_some(values))
 }
 
 /// Whether the filter on `values` stays within `budget` bytes of SQL: a range always does;
@@ -677,6 +688,57 @@ mod tests {
                 "{plan}"
             );
             assert!(same, "{plan}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_long_run_of_keys_is_a_range_and_a_long_list_is_dropped() {
+        use datafusion::arrow::array::{ArrayRef, Int32Array};
+        use datafusion::arrow::datatypes::{DataType, Field, Schema};
+        use datafusion::arrow::record_batch::RecordBatch;
+        use datafusion::datasource::MemTable;
+        // 2,400 seconds, 100 to an hour, every other one even; a visit every tenth second.
+        let ctx = session().await;
+        let table = |names: &[&str], columns: Vec<Vec<i32>>| {
+            let fields = names.iter().map(|n| Field::new(*n, DataType::Int32, false));
+            let schema = Arc::new(Schema::new(fields.collect::<Vec<_>>()));
+            let columns = columns
+                .into_iter()
+                .map(|c| Arc::new(Int32Array::from(c)) as ArrayRef)
+                .collect();
+            let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+            Arc::new(MemTable::try_new(schema, vec![vec![batch]]).unwrap())
+        };
+        let seconds: Vec<i32> = (0..2400).collect();
+        let hours = seconds.iter().map(|s| s / 100).collect();
+        let even = seconds.iter().map(|s| 1 - s % 2).collect();
+        let secs = table(&["t_sk", "t_hour", "t_even"], vec![seconds, hours, even]);
+        ctx.register_table("secs", secs).unwrap();
+        let at: Vec<i32> = (0..240).map(|v| v * 10).collect();
+        ctx.register_table("visits", table(&["at", "v"], vec![at.clone(), at]))
+            .unwrap();
+        for (filter, narrowed) in [
+            // Hours 3 to 17: 1,500 consecutive keys, sent as their ends.
+            (
+                "t_hour BETWEEN 3 AND 17",
+                "visits.at BETWEEN Int32(300) AND Int32(1799)",
+            ),
+            // 1,200 keys with gaps: more than a list carries, so no filter.
+            ("t_even = 1", ""),
+        ] {
+            let sql = format!("SELECT v FROM visits JOIN secs ON at = t_sk WHERE {filter}");
+            let plan = ctx.sql(&sql).await.unwrap().into_optimized_plan().unwrap();
+            let expected = sorted_lines(&collect(&ctx, plan.clone()).await);
+            let (got, jobs) =
+                rewritten(&ctx, plan, |plan, run| narrowed_or_same(plan, run, None)).await;
+            let got = got.expect("narrowed");
+            let text = got.display_indent().to_string();
+            assert_eq!(jobs, 1, "{text}");
+            match narrowed {
+                "" => assert!(!text.contains("Filter: visits.at"), "{text}"),
+                filter => assert!(text.contains(filter), "{text}"),
+            }
+            assert_eq!(sorted_lines(&collect(&ctx, got).await), expected);
         }
     }
 
@@ -848,6 +910,75 @@ mod tests {
         ] {
             let line = reason_keys_left_out(mode, rows, filter).await;
             assert_eq!(line, None, "{mode:?} {rows} {filter}");
+        }
+    }
+
+    /// What `predicted_over` says of the job reading `reason`'s keys under `filter`, for a
+    /// Parquet table of `rows` rows whose sample is ten pieces of ten rows, keys 0 to 99 in
+    /// order: those of pieces 4 and 7 `late`, the others `lost` (so that neither is a span
+    /// of keys).
+    async fn parquet_reason_keys_left_out(rows: u64, filter: &str) -> Option<String> {
+        use datafusion::arrow::array::{ArrayRef, Int32Array, StringArray};
+        use datafusion::arrow::record_batch::RecordBatch;
+        let schema = crate::schema::table_schema("reason").expect("a TPC-DS table");
+        let columns = Arc::new(crate::schema::arrow_schema(schema));
+        let pieces: Vec<RecordBatch> = (0..10)
+            .map(|i| {
+                let keys = (i * 10)..(i * 10 + 10);
+                let desc = if i == 3 || i == 6 { "late" } else { "lost" };
+                let columns_of_piece: Vec<ArrayRef> = vec![
+                    Arc::new(Int32Array::from_iter_values(keys.clone())),
+                    Arc::new(StringArray::from_iter_values(keys.map(|k| format!("R{k}")))),
+                    Arc::new(StringArray::from_iter_values([desc; 10])),
+                ];
+                RecordBatch::try_new(Arc::clone(&columns), columns_of_piece).expect("a piece")
+            })
+            .collect();
+        let sample = crate::scan::Sample::of_parquet_pieces(&pieces, rows, vec![0; 3]);
+        let objects = vec![("reason/part-00000.parquet".to_string(), rows * 10)];
+        let table = S3Table::new(
+            schema,
+            objects,
+            10.0,
+            crate::scan::Store::offline(),
+            Mode::Auto,
+            crate::layout::Format::Parquet,
+        )
+        .with_sample(Arc::new(sample), None);
+        let ctx = datafusion::prelude::SessionContext::new();
+        ctx.register_table("reason", Arc::new(table))
+            .expect("registered");
+        let source = ctx
+            .sql(&format!("SELECT r_reason_sk FROM reason WHERE {filter}"))
+            .await
+            .expect("sql")
+            .into_optimized_plan()
+            .expect("plan");
+        let keys = KeysOf {
+            source,
+            key: Column::new(Some("reason"), "r_reason_sk"),
+        };
+        predicted_over(&keys).expect("predicted")
+    }
+
+    #[tokio::test]
+    async fn auto_mode_leaves_out_a_job_whose_distinct_keys_no_list_carries() {
+        // 7 of the 9 pieces left when the one that keeps most is left out: 78% of 2,000
+        // rows, each its own key, which is more than a list carries and not a range.
+        let line = parquet_reason_keys_left_out(2_000, "r_reason_desc = 'lost'").await;
+        let line = line.expect("left out");
+        assert!(
+            line.starts_with("Join keys not read: reason.r_reason_sk")
+                && line.contains("~1556 distinct keys, not a range"),
+            "{line}"
+        );
+        // 78% of 1,000 rows fits a list; a span of the keys fits as a range, however long.
+        for (rows, filter) in [
+            (1_000, "r_reason_desc = 'lost'"),
+            (2_000, "r_reason_sk >= 20"),
+        ] {
+            let line = parquet_reason_keys_left_out(rows, filter).await;
+            assert_eq!(line, None, "{rows} {filter}");
         }
     }
 

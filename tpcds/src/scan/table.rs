@@ -296,6 +296,18 @@ impl S3Table {
                 .is_some_and(|clause| sample.keeps_any(&clause))
     }
 
+    /// Auto mode over Parquet: whether `column`'s values increase along the table's sample,
+    /// as a key the table is sorted by does (no two rows share one).
+    pub(crate) fn is_increasing(&self, column: &str) -> bool {
+        let Some((sample, _)) = self.def.auto.as_ref() else {
+            return false;
+        };
+        self.def
+            .schema
+            .index_of(column)
+            .is_ok_and(|c| sample.grows_with(c, c))
+    }
+
     /// Auto mode over Parquet: whether a scan of the columns `projection` (every column
     /// when `None`) under `filters` chooses once its run-time filters are known, rather
     /// than being fetched whole as planned ([`TableDef::scan_mode`]).
