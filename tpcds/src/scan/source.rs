@@ -54,7 +54,7 @@ use crate::layout::Format;
 use crate::pushdown;
 use crate::scan::choice::{Choice, PARQUET};
 use crate::scan::fetched_parquet::FetchedParquet;
-use crate::scan::filter::{naming, ScanFilters, Statement};
+use crate::scan::filter::{naming, RunTimeFilter, ScanFilters, Statement};
 use crate::scan::request::{Answer, Request, Results};
 use crate::scan::stream::{FetchedCsv, Keep, Requests, Selected};
 use crate::scan::table::TableDef;
@@ -239,7 +239,13 @@ impl ScanSource {
             if !choice.pushed {
                 // Its run-time filters are complete unless it was fetched without waiting.
                 let keep = Keep {
-                    run_time: self.filters.dynamic.clone(),
+                    run_time: self
+                        .filters
+                        .dynamic
+                        .iter()
+                        .cloned()
+                        .map(RunTimeFilter::new)
+                        .collect(),
                     ..keep
                 };
                 return FetchedParquet {

@@ -24,7 +24,6 @@ use datafusion::arrow::ipc::reader::StreamDecoder;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::cast::as_boolean_array;
 use datafusion::common::{DataFusionError, Result as DfResult};
-use datafusion::physical_expr::PhysicalExpr;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use futures::Stream;
@@ -32,7 +31,7 @@ use regex::Regex;
 use sift_tpcds_data::FIELD_DELIMITER;
 
 use crate::layout::Format;
-use crate::scan::filter::{ClientFilter, Statement};
+use crate::scan::filter::{ClientFilter, RunTimeFilter, Statement};
 use crate::scan::request::{run_request, Body, Request, Results};
 use crate::scan::source::ScanMetrics;
 use crate::scan::{Store, BATCH_ROWS};
@@ -93,8 +92,9 @@ pub(super) struct Keep {
     /// The hash joins' run-time filters over the scan's output columns: auto mode's fetched
     /// Parquet scans, which choose once these are complete. They only prune (each join
     /// still checks its rows), as in DataFusion's own Parquet scan; rows they drop here
-    /// are rows no join above has to probe.
-    pub(super) run_time: Vec<Arc<dyn PhysicalExpr>>,
+    /// are rows no join above has to probe. Only their cheap parts are tested
+    /// ([`RunTimeFilter`]).
+    pub(super) run_time: Vec<RunTimeFilter>,
 }
 
 impl Keep {
@@ -107,7 +107,10 @@ impl Keep {
             if batch.num_rows() == 0 {
                 break;
             }
-            let mask = filter.evaluate(&batch)?.into_array(batch.num_rows())?;
+            let mask = filter
+                .current()?
+                .evaluate(&batch)?
+                .into_array(batch.num_rows())?;
             batch = filter_record_batch(&batch, as_boolean_array(&mask)?)?;
         }
         Ok(batch)
