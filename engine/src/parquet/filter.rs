@@ -576,26 +576,20 @@ impl Kernel {
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::Decimals { conds, rows } => {
-                let a = array
-                    .as_primitive_opt::<Decimal128Type>()
-                    .ok_or_else(mismatch)?;
-                let v = &a.values()[..n];
-                if !decimals_in_limit(v) {
-                    return rows_truth(rows, array);
-                }
+                let v = match decimal_values(array, rows)? {
+                    Ok(v) => v,
+                    Err(by_rows) => return Ok(by_rows),
+                };
                 let values = BooleanBuffer::collect_bool(n, |i| {
                     conds.iter().all(|&(op, k)| cmp(op, v[i], k))
                 });
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::DecimalRange { lo, hi, rows } => {
-                let a = array
-                    .as_primitive_opt::<Decimal128Type>()
-                    .ok_or_else(mismatch)?;
-                let v = &a.values()[..n];
-                if !decimals_in_limit(v) {
-                    return rows_truth(rows, array);
-                }
+                let v = match decimal_values(array, rows)? {
+                    Ok(v) => v,
+                    Err(by_rows) => return Ok(by_rows),
+                };
                 // `lo <= x <= hi` as one unsigned comparison of the distance from `lo`.
                 let width = hi.wrapping_sub(*lo) as u128;
                 let values =
@@ -629,12 +623,29 @@ impl Kernel {
     }
 }
 
+/// The values of a Decimal128 array (NULLs' slots included), or, when one of them is past
+/// what the row path reads as a DECIMAL, the truth of the leaf `rows` by the row evaluator.
+fn decimal_values<'a>(array: &'a ArrayRef, rows: &CExpr) -> Result<Result<&'a [i128], Truth>> {
+    let a = array.as_primitive_opt::<Decimal128Type>().ok_or_else(|| {
+        err!(
+            InternalError,
+            "a Parquet column decoded as {} where the filter expected a decimal",
+            array.data_type()
+        )
+    })?;
+    let v = &a.values()[..array.len()];
+    match decimals_in_limit(v) {
+        true => Ok(Ok(v)),
+        false => rows_truth(rows, array).map(Err),
+    }
+}
+
 /// Whether every value is one the row path reads as a DECIMAL (NULLs' slots included).
 /// Decimals written as INT32 or INT64, as most are, lie far inside the limit: a test of
 /// each value's high word, without a branch, settles them, and only a batch that fails
 /// it is compared value by value.
 fn decimals_in_limit(v: &[i128]) -> bool {
-    // |x| < 2^126 < 10^38 exactly when bits 126 and 127 of x agree.
+    // -2^126 <= x < 2^126, so that |x| < 10^38, exactly when bits 126 and 127 of x agree.
     let small = |x: &i128| {
         let high = (*x >> 64) as i64;
         (high >> 62) == (high >> 63)
