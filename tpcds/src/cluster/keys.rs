@@ -521,8 +521,9 @@ fn is_filtered_dimension(plan: &LogicalPlan) -> DfResult<bool> {
 
 /// The distinct non-NULL values of `keys.key` in `keys.source`, sorted, or `None` when
 /// there are more than [`MAX_VALUES`] that are not a range (or the source has more than
-/// [`MAX_ROWS`] rows with one): a range is sent as its ends (`key_filter`), however long. The job asks for rows, not for distinct values: a limit on rows stops each task's
-/// scan once it is met, where a DISTINCT's partial aggregation reads every row the filter
+/// [`MAX_ROWS`] rows with one): a range is sent as its ends (`key_filter`), however long.
+/// The job asks for rows, not for distinct values: a limit on rows stops each task's scan
+/// once it is met, where a DISTINCT's partial aggregation reads every row the filter
 /// keeps before the limit applies. The client removes the repeats.
 async fn distinct_keys<'a>(
     keys: &KeysOf,
@@ -875,8 +876,14 @@ mod tests {
             let sample = crate::scan::Sample::from_pieces(pieces);
             table = table.with_sample(std::sync::Arc::new(sample), None);
         }
+        reason_job_left_out(table, filter).await
+    }
+
+    /// What `predicted_over` says of the job reading the keys of `table` (TPC-DS `reason`)
+    /// under `filter`.
+    async fn reason_job_left_out(table: S3Table, filter: &str) -> Option<String> {
         let ctx = datafusion::prelude::SessionContext::new();
-        ctx.register_table("reason", std::sync::Arc::new(table))
+        ctx.register_table("reason", Arc::new(table))
             .expect("registered");
         let source = ctx
             .sql(&format!("SELECT r_reason_sk FROM reason WHERE {filter}"))
@@ -945,20 +952,7 @@ mod tests {
             crate::layout::Format::Parquet,
         )
         .with_sample(Arc::new(sample), None);
-        let ctx = datafusion::prelude::SessionContext::new();
-        ctx.register_table("reason", Arc::new(table))
-            .expect("registered");
-        let source = ctx
-            .sql(&format!("SELECT r_reason_sk FROM reason WHERE {filter}"))
-            .await
-            .expect("sql")
-            .into_optimized_plan()
-            .expect("plan");
-        let keys = KeysOf {
-            source,
-            key: Column::new(Some("reason"), "r_reason_sk"),
-        };
-        predicted_over(&keys).expect("predicted")
+        reason_job_left_out(table, filter).await
     }
 
     #[tokio::test]
