@@ -580,7 +580,7 @@ impl Kernel {
                     Ok(v) => v,
                     Err(by_rows) => return Ok(by_rows),
                 };
-                let values = BooleanBuffer::collect_bool(n, |i| {
+                let values = BooleanBuffer::collect_bool(v.len(), |i| {
                     conds.iter().all(|&(op, k)| cmp(op, v[i], k))
                 });
                 Ok(Truth::known(values, array.nulls()))
@@ -592,8 +592,9 @@ impl Kernel {
                 };
                 // `lo <= x <= hi` as one unsigned comparison of the distance from `lo`.
                 let width = hi.wrapping_sub(*lo) as u128;
-                let values =
-                    BooleanBuffer::collect_bool(n, |i| (v[i].wrapping_sub(*lo) as u128) <= width);
+                let values = BooleanBuffer::collect_bool(v.len(), |i| {
+                    (v[i].wrapping_sub(*lo) as u128) <= width
+                });
                 Ok(Truth::known(values, array.nulls()))
             }
             Kernel::IsNull { negated } => {
@@ -625,6 +626,7 @@ impl Kernel {
 
 /// The values of a Decimal128 array (NULLs' slots included), or, when one of them is past
 /// what the row path reads as a DECIMAL, the truth of the leaf `rows` by the row evaluator.
+#[inline]
 fn decimal_values<'a>(array: &'a ArrayRef, rows: &CExpr) -> Result<Result<&'a [i128], Truth>> {
     let a = array.as_primitive_opt::<Decimal128Type>().ok_or_else(|| {
         err!(
