@@ -54,9 +54,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, NullEquality, Result as DfResult, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
-use datafusion::logical_expr::{
-    lit, Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder, TableScan,
-};
+use datafusion::logical_expr::{lit, Expr, Join, JoinType, LogicalPlan, LogicalPlanBuilder};
 use datafusion::optimizer::eliminate_filter::EliminateFilter;
 use datafusion::optimizer::propagate_empty_relation::PropagateEmptyRelation;
 use datafusion::optimizer::push_down_filter::PushDownFilter;
@@ -319,46 +317,49 @@ pub(crate) fn already_optimized(state: SessionState) -> SessionState {
 /// other modes, which have no sample; gzip text; a source with a filter the store cannot
 /// apply, which DataFusion keeps above the scan).
 fn predicted_over(keys: &KeysOf) -> DfResult<Option<String>> {
-    let Some(scan) = source_scan(keys) else {
-        return Ok(None);
-    };
-    let provider = source_as_provider(&scan.source)?;
-    let Some(table) = provider.downcast_ref::<S3Table>() else {
-        return Ok(None);
-    };
-    let Some(rows) = table.predicted_rows(&scan.filters) else {
-        return Ok(None);
-    };
-    let (name, key) = (table.name(), &keys.key.name);
-    if rows > MAX_ROWS as f64 {
-        return Ok(Some(format!(
-            "Join keys not read: {name}.{key}, its filter predicted to keep ~{rows:.0} of {} \
-             rows (a job answers at most {MAX_ROWS})\n",
-            table.estimated_rows()
-        )));
-    }
-    let distinct = table.is_increasing(key);
-    if rows > MAX_VALUES as f64 && distinct && !table.keeps_a_key_range(&scan.filters, key) {
-        return Ok(Some(format!(
-            "Join keys not read: {name}.{key}, its filter predicted to keep ~{rows:.0} distinct \
-             keys, not a range (a list carries at most {MAX_VALUES})\n"
-        )));
-    }
-    Ok(None)
+    let asked = of_source_table(keys, |table, filters| {
+        let rows = table.predicted_rows(filters)?;
+        let (name, key) = (table.name(), &keys.key.name);
+        if rows > MAX_ROWS as f64 {
+            return Some(format!(
+                "Join keys not read: {name}.{key}, its filter predicted to keep ~{rows:.0} of \
+                 {} rows (a job answers at most {MAX_ROWS})\n",
+                table.estimated_rows()
+            ));
+        }
+        let distinct = table.is_increasing(key);
+        (rows > MAX_VALUES as f64 && distinct && !table.keeps_a_key_range(filters, key)).then(
+            || {
+                format!(
+                    "Join keys not read: {name}.{key}, its filter predicted to keep ~{rows:.0} \
+                     distinct keys, not a range (a list carries at most {MAX_VALUES})\n"
+                )
+            },
+        )
+    })?;
+    Ok(asked.flatten())
 }
 
-/// The table scan `keys.source` reads, when it is a plain one: renamed and projected
-/// only, its filters all taken by the scan.
-fn source_scan(keys: &KeysOf) -> Option<&TableScan> {
+/// `ask` of the table `keys.source` scans and the scan's filters, when the source is a
+/// plain scan of one (renamed and projected only, its filters all taken by the scan);
+/// `None` otherwise.
+fn of_source_table<T>(
+    keys: &KeysOf,
+    ask: impl FnOnce(&S3Table, &[Expr]) -> T,
+) -> DfResult<Option<T>> {
     let mut node = &keys.source;
-    loop {
+    let scan = loop {
         match node {
             LogicalPlan::Projection(projection) => node = &projection.input,
             LogicalPlan::SubqueryAlias(alias) => node = &alias.input,
-            LogicalPlan::TableScan(scan) => return Some(scan),
-            _ => return None,
+            LogicalPlan::TableScan(scan) => break scan,
+            _ => return Ok(None),
         }
-    }
+    };
+    let provider = source_as_provider(&scan.source)?;
+    Ok(provider
+        .downcast_ref::<S3Table>()
+        .map(|table| ask(table, &scan.filters)))
 }
 
 /// In auto mode over Parquet, whether the job reading `keys` answers a range of keys,
@@ -366,13 +367,10 @@ fn source_scan(keys: &KeysOf) -> Option<&TableScan> {
 /// run-time filter carries the bounds of its build side's keys (a list only when they are
 /// few), and bounds say of a range all a list would.
 fn keeps_a_key_range(keys: &KeysOf) -> DfResult<bool> {
-    let Some(scan) = source_scan(keys) else {
-        return Ok(false);
-    };
-    let provider = source_as_provider(&scan.source)?;
-    Ok(provider
-        .downcast_ref::<S3Table>()
-        .is_some_and(|table| table.keeps_a_key_range(&scan.filters, &keys.key.name)))
+    let asked = of_source_table(keys, |table, filters| {
+        table.keeps_a_key_range(filters, &keys.key.name)
+    })?;
+    Ok(asked.unwrap_or(false))
 }
 
 /// Whether the run-time filter of a join on `key` reaches, from the top of `side` (its
